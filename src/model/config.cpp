@@ -1,0 +1,267 @@
+#include "model/config.h"
+
+#include <cmath>
+
+#include "util/mapped_file.h"
+
+namespace fgemma {
+
+std::vector<LayerKind> SlidingPattern(int num_layers, int pattern) {
+  std::vector<LayerKind> kinds(static_cast<size_t>(num_layers), LayerKind::kSliding);
+  if (pattern > 0) {
+    for (int i = 0; i < num_layers; ++i) {
+      if ((i + 1) % pattern == 0) kinds[static_cast<size_t>(i)] = LayerKind::kGlobal;
+    }
+  }
+  return kinds;
+}
+
+int ModelConfig::num_global_layers() const {
+  int n = 0;
+  for (LayerKind k : layer_kinds) n += (k == LayerKind::kGlobal);
+  return n;
+}
+
+Status ModelConfig::Validate() const {
+  auto positive = [](const char* field, long long v) -> Status {
+    if (v <= 0) return InvalidArgument(std::string("config field '") + field + "' must be positive, got " + std::to_string(v));
+    return Status::Ok();
+  };
+  FGEMMA_RETURN_IF_ERROR(positive("vocab_size", vocab_size));
+  FGEMMA_RETURN_IF_ERROR(positive("hidden_size", hidden));
+  FGEMMA_RETURN_IF_ERROR(positive("intermediate_size", intermediate));
+  FGEMMA_RETURN_IF_ERROR(positive("num_hidden_layers", num_layers));
+  FGEMMA_RETURN_IF_ERROR(positive("num_attention_heads", num_heads));
+  FGEMMA_RETURN_IF_ERROR(positive("num_key_value_heads", num_kv_heads));
+  FGEMMA_RETURN_IF_ERROR(positive("head_dim", head_dim));
+  FGEMMA_RETURN_IF_ERROR(positive("sliding_window", sliding_window));
+  FGEMMA_RETURN_IF_ERROR(positive("max_position_embeddings", max_position_embeddings));
+  if (num_heads % num_kv_heads != 0)
+    return InvalidArgument("config: num_attention_heads (" + std::to_string(num_heads) +
+                           ") is not a multiple of num_key_value_heads (" + std::to_string(num_kv_heads) + ")");
+  if (head_dim % 2 != 0) return InvalidArgument("config: head_dim must be even for RoPE, got " + std::to_string(head_dim));
+  if (!(query_pre_attn_scalar > 0)) return InvalidArgument("config: query_pre_attn_scalar must be positive");
+  if (!(rope_theta_global > 0) || !(rope_theta_local > 0)) return InvalidArgument("config: rope_theta must be positive");
+  if (!(rope_scaling_factor > 0)) return InvalidArgument("config: rope_scaling.factor must be positive");
+  if (layer_kinds.size() != static_cast<size_t>(num_layers))
+    return InvalidArgument("config: layer_types has " + std::to_string(layer_kinds.size()) + " entries for " +
+                           std::to_string(num_layers) + " layers");
+  if (vocab_size > (1 << 24)) return InvalidArgument("config: vocab_size " + std::to_string(vocab_size) + " is implausibly large");
+  return Status::Ok();
+}
+
+uint64_t ModelConfig::ParameterCount() const {
+  const uint64_t h = static_cast<uint64_t>(hidden);
+  uint64_t per_layer = 4 * h                                             // four norms
+                       + static_cast<uint64_t>(q_dim()) * h * 2           // q, o
+                       + static_cast<uint64_t>(kv_dim()) * h * 2          // k, v
+                       + 2 * static_cast<uint64_t>(head_dim)              // q_norm, k_norm
+                       + 3 * static_cast<uint64_t>(intermediate) * h;     // gate, up, down
+  return static_cast<uint64_t>(vocab_size) * h + static_cast<uint64_t>(num_layers) * per_layer + h;
+}
+
+namespace {
+
+ModelConfig MakeConfig(const char* name, int vocab, int hidden, int inter, int layers, int heads, int kv,
+                       int head_dim, int window, float qpas) {
+  ModelConfig c;
+  c.name = name;
+  c.vocab_size = vocab;
+  c.hidden = hidden;
+  c.intermediate = inter;
+  c.num_layers = layers;
+  c.num_heads = heads;
+  c.num_kv_heads = kv;
+  c.head_dim = head_dim;
+  c.sliding_window = window;
+  c.query_pre_attn_scalar = qpas;
+  c.max_position_embeddings = 32768;
+  c.layer_kinds = SlidingPattern(layers, 6);
+  return c;
+}
+
+}  // namespace
+
+std::vector<std::string> KnownConfigNames() { return {"tiny-mqa", "tiny-gqa", "mini", "270m"}; }
+
+Result<ModelConfig> ConfigByName(const std::string& name) {
+  if (name == "tiny-mqa") return MakeConfig("tiny-mqa", 512, 64, 128, 8, 4, 1, 32, 8, 32);
+  if (name == "tiny-gqa") return MakeConfig("tiny-gqa", 512, 96, 160, 7, 6, 2, 16, 8, 24);
+  if (name == "mini") return MakeConfig("mini", 262144, 64, 128, 8, 4, 1, 32, 16, 32);
+  if (name == "270m") return MakeConfig("270m", 262144, 640, 2048, 18, 4, 1, 256, 512, 256);
+  std::string known;
+  for (const auto& n : KnownConfigNames()) known += (known.empty() ? "" : ", ") + n;
+  return NotFound("unknown model config '" + name + "' (known: " + known + ")");
+}
+
+namespace {
+
+// Reads an integer field; `required` fields missing are an error naming the field and file.
+Status GetInt(const Json& j, const char* key, const std::string& source, int* out, bool required) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (required) return InvalidArgument(source + ": config is missing required field '" + key + "'");
+    return Status::Ok();
+  }
+  if (!it->is_number_integer()) return InvalidArgument(source + ": field '" + key + "' must be an integer");
+  const auto v = it->get<long long>();
+  if (v < 0 || v > (1LL << 31) - 1) return InvalidArgument(source + ": field '" + key + "' out of range: " + std::to_string(v));
+  *out = static_cast<int>(v);
+  return Status::Ok();
+}
+
+Status GetFloat(const Json& j, const char* key, const std::string& source, float* out, bool required) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (required) return InvalidArgument(source + ": config is missing required field '" + key + "'");
+    return Status::Ok();
+  }
+  if (!it->is_number()) return InvalidArgument(source + ": field '" + key + "' must be a number");
+  *out = it->get<float>();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ModelConfig> ConfigFromHfJson(const Json& root, const std::string& source) {
+  if (!root.is_object()) return InvalidArgument(source + ": config must be a JSON object");
+  const Json* j = &root;
+  std::string model_type = root.value("model_type", std::string());
+  if (model_type == "gemma3") {
+    auto tc = root.find("text_config");
+    if (tc == root.end() || !tc->is_object())
+      return InvalidArgument(source + ": model_type 'gemma3' config has no 'text_config' object");
+    j = &*tc;
+    const std::string inner = j->value("model_type", std::string("gemma3_text"));
+    if (inner != "gemma3_text") return Unsupported(source + ": text_config.model_type '" + inner + "' is not gemma3_text");
+  } else if (model_type != "gemma3_text") {
+    if (model_type.empty()) return InvalidArgument(source + ": config is missing required field 'model_type'");
+    return Unsupported(source + ": model_type '" + model_type + "' is not supported (expected gemma3_text or gemma3)");
+  }
+
+  ModelConfig c;
+  c.name = "custom";
+  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "vocab_size", source, &c.vocab_size, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "hidden_size", source, &c.hidden, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "intermediate_size", source, &c.intermediate, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "num_hidden_layers", source, &c.num_layers, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "num_attention_heads", source, &c.num_heads, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "num_key_value_heads", source, &c.num_kv_heads, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "head_dim", source, &c.head_dim, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "sliding_window", source, &c.sliding_window, true));
+  c.max_position_embeddings = 32768;
+  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "max_position_embeddings", source, &c.max_position_embeddings, false));
+  c.query_pre_attn_scalar = static_cast<float>(c.head_dim);
+  FGEMMA_RETURN_IF_ERROR(GetFloat(*j, "query_pre_attn_scalar", source, &c.query_pre_attn_scalar, false));
+  FGEMMA_RETURN_IF_ERROR(GetFloat(*j, "rms_norm_eps", source, &c.rms_norm_eps, false));
+  FGEMMA_RETURN_IF_ERROR(GetFloat(*j, "rope_theta", source, &c.rope_theta_global, false));
+  FGEMMA_RETURN_IF_ERROR(GetFloat(*j, "rope_local_base_freq", source, &c.rope_theta_local, false));
+  FGEMMA_RETURN_IF_ERROR(GetFloat(*j, "attn_logit_softcapping", source, &c.attn_logit_softcap, false));
+  FGEMMA_RETURN_IF_ERROR(GetFloat(*j, "final_logit_softcapping", source, &c.final_logit_softcap, false));
+  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "bos_token_id", source, &c.bos_token_id, false));
+  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "pad_token_id", source, &c.pad_token_id, false));
+
+  if (auto it = j->find("eos_token_id"); it != j->end() && !it->is_null()) {
+    c.eos_token_ids.clear();
+    if (it->is_number_integer()) {
+      c.eos_token_ids.push_back(it->get<int>());
+    } else if (it->is_array()) {
+      for (const auto& e : *it) {
+        if (!e.is_number_integer()) return InvalidArgument(source + ": field 'eos_token_id' must hold integers");
+        c.eos_token_ids.push_back(e.get<int>());
+      }
+    } else {
+      return InvalidArgument(source + ": field 'eos_token_id' must be an integer or an array");
+    }
+  }
+
+  if (auto it = j->find("rope_scaling"); it != j->end() && !it->is_null()) {
+    if (!it->is_object()) return InvalidArgument(source + ": field 'rope_scaling' must be an object or null");
+    const std::string type = it->value("rope_type", it->value("type", std::string("linear")));
+    if (type != "linear" && type != "default")
+      return Unsupported(source + ": rope_scaling type '" + type + "' is not supported (only linear)");
+    if (type == "linear") FGEMMA_RETURN_IF_ERROR(GetFloat(*it, "factor", source + " rope_scaling", &c.rope_scaling_factor, true));
+  }
+
+  if (auto it = j->find("hidden_activation"); it != j->end() && it->is_string()) {
+    const std::string act = it->get<std::string>();
+    if (act != "gelu_pytorch_tanh" && act != "gelu")
+      return Unsupported(source + ": hidden_activation '" + act + "' is not supported (gelu_pytorch_tanh)");
+  }
+  if (j->value("tie_word_embeddings", true) == false)
+    return Unsupported(source + ": untied word embeddings are not supported (Gemma 3 ties them)");
+
+  if (auto it = j->find("layer_types"); it != j->end() && !it->is_null()) {
+    if (!it->is_array()) return InvalidArgument(source + ": field 'layer_types' must be an array");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const Json& t = (*it)[i];
+      const std::string s = t.is_string() ? t.get<std::string>() : "";
+      if (s == "sliding_attention") {
+        c.layer_kinds.push_back(LayerKind::kSliding);
+      } else if (s == "full_attention") {
+        c.layer_kinds.push_back(LayerKind::kGlobal);
+      } else {
+        return InvalidArgument(source + ": layer_types[" + std::to_string(i) + "] must be 'sliding_attention' or 'full_attention'");
+      }
+    }
+  } else {
+    int pattern = 6;
+    FGEMMA_RETURN_IF_ERROR(GetInt(*j, "sliding_window_pattern", source, &pattern, false));
+    c.layer_kinds = SlidingPattern(c.num_layers, pattern);
+  }
+
+  FGEMMA_RETURN_IF_ERROR(c.Validate().WithContext(source));
+  // Recognize named shapes so logs and bench say "270m" rather than "custom".
+  for (const auto& name : KnownConfigNames()) {
+    auto known = ConfigByName(name);
+    const ModelConfig& k = known.value();
+    if (k.vocab_size == c.vocab_size && k.hidden == c.hidden && k.intermediate == c.intermediate &&
+        k.num_layers == c.num_layers && k.num_heads == c.num_heads && k.num_kv_heads == c.num_kv_heads &&
+        k.head_dim == c.head_dim && k.sliding_window == c.sliding_window) {
+      c.name = name;
+    }
+  }
+  return c;
+}
+
+Result<ModelConfig> ConfigFromHfFile(const std::string& path) {
+  FGEMMA_TRY(Json j, ReadJsonFile(path));
+  return ConfigFromHfJson(j, path);
+}
+
+Json ConfigToHfJson(const ModelConfig& c) {
+  Json layer_types = Json::array();
+  for (LayerKind k : c.layer_kinds) layer_types.push_back(k == LayerKind::kGlobal ? "full_attention" : "sliding_attention");
+  Json j = {
+      {"architectures", {"Gemma3ForCausalLM"}},
+      {"model_type", "gemma3_text"},
+      {"vocab_size", c.vocab_size},
+      {"hidden_size", c.hidden},
+      {"intermediate_size", c.intermediate},
+      {"num_hidden_layers", c.num_layers},
+      {"num_attention_heads", c.num_heads},
+      {"num_key_value_heads", c.num_kv_heads},
+      {"head_dim", c.head_dim},
+      {"sliding_window", c.sliding_window},
+      {"sliding_window_pattern", 6},
+      {"layer_types", layer_types},
+      {"query_pre_attn_scalar", c.query_pre_attn_scalar},
+      {"rms_norm_eps", c.rms_norm_eps},
+      {"rope_theta", c.rope_theta_global},
+      {"rope_local_base_freq", c.rope_theta_local},
+      {"rope_scaling", nullptr},
+      {"hidden_activation", "gelu_pytorch_tanh"},
+      {"attn_logit_softcapping", nullptr},
+      {"final_logit_softcapping", nullptr},
+      {"max_position_embeddings", c.max_position_embeddings},
+      {"tie_word_embeddings", true},
+      {"bos_token_id", c.bos_token_id},
+      {"eos_token_id", c.eos_token_ids},
+      {"pad_token_id", c.pad_token_id},
+      {"torch_dtype", "bfloat16"},
+  };
+  if (c.rope_scaling_factor != 1.0f) j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", c.rope_scaling_factor}};
+  return j;
+}
+
+}  // namespace fgemma

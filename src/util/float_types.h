@@ -1,0 +1,29 @@
+// bfloat16 and IEEE half conversions (scalar). SIMD kernels have their own vector versions and are
+// tested against these.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace fgemma {
+
+inline float Bf16ToF32(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Round to nearest, ties to even (NaN stays NaN), as PyTorch and SYNTH.md do.
+inline uint16_t F32ToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float F16ToF32(uint16_t h);
+uint16_t F32ToF16(float f);  // round to nearest even, overflow to inf
+
+}  // namespace fgemma

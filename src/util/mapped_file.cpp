@@ -1,0 +1,105 @@
+#include "util/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace fgemma {
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr && size_ > 0) munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(other.data_), size_(other.size_), path_(std::move(other.path_)) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr && size_ > 0) munmap(const_cast<uint8_t*>(data_), size_);
+    data_ = other.data_;
+    size_ = other.size_;
+    path_ = std::move(other.path_);
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+Result<MappedFile> MappedFile::Open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFound(path + ": no such file");
+    return IoError(path + ": cannot open: " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return IoError(path + ": cannot stat: " + std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return InvalidArgument(path + ": is a directory, expected a file");
+  }
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  if (file_size > static_cast<uint64_t>(std::numeric_limits<size_t>::max() / 2)) {
+    ::close(fd);
+    return OutOfRange(path + ": file of " + std::to_string(file_size) +
+                      " bytes cannot be mapped in this process's address space (32-bit build)");
+  }
+  MappedFile file;
+  file.path_ = path;
+  file.size_ = static_cast<size_t>(file_size);
+  if (file.size_ > 0) {
+    void* p = mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      file.size_ = 0;
+      return IoError(path + ": mmap of " + std::to_string(file_size) + " bytes failed: " + std::strerror(err));
+    }
+    file.data_ = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+  return file;
+}
+
+Result<std::string> ReadFileToString(const std::string& path) {
+  if (IsDirectory(path)) return InvalidArgument(path + ": is a directory, expected a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(path + ": cannot open for reading");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return IoError(path + ": read failed");
+  return ss.str();
+}
+
+Status WriteStringToFile(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return IoError(path + ": cannot open for writing");
+  out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+  if (!out) return IoError(path + ": write failed");
+  return Status::Ok();
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace fgemma

@@ -1,0 +1,60 @@
+// A fixed pool of worker threads for data-parallel loops (matrix rows, attention heads).
+//
+// Decode issues ~100 parallel loops per token, so dispatch must cost microseconds: workers spin
+// briefly on a generation counter before sleeping on it (C++20 atomic wait = futex), and jobs are
+// passed as a non-owning function reference, so Run() never allocates.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace fgemma {
+
+class ThreadPool {
+ public:
+  // `num_threads` counts the calling thread: 1 means no workers, everything runs inline.
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls fn(task, thread) for every task in [0, num_tasks), spread over the pool; returns when all
+  // are done. `thread` is in [0, num_threads()) and lets callers use per-thread scratch.
+  template <typename Fn>
+  void Run(size_t num_tasks, Fn&& fn) {
+    using F = std::remove_reference_t<Fn>;
+    Job job{[](void* ctx, size_t task, int thread) { (*static_cast<F*>(ctx))(task, thread); },
+            const_cast<void*>(static_cast<const void*>(&fn)), num_tasks};
+    Dispatch(job);
+  }
+
+  // Default thread count: hardware concurrency, capped to keep small boards responsive.
+  static int DefaultThreads();
+
+ private:
+  struct Job {
+    void (*call)(void* ctx, size_t task, int thread);
+    void* ctx;
+    size_t num_tasks;
+  };
+
+  void Dispatch(const Job& job);
+  void WorkerLoop(int thread_index);
+  void DrainTasks(int thread_index);
+
+  std::vector<std::thread> workers_;
+  Job job_{};
+  std::atomic<size_t> next_task_{0};
+  std::atomic<uint32_t> generation_{0};
+  std::atomic<int> busy_workers_{0};
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace fgemma

@@ -1,0 +1,53 @@
+#include "test_support.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+namespace fgemma::test {
+
+std::string FixturePath(const std::string& relative) {
+  return std::string(FGEMMA_SHARED_DIR) + "/fixtures/" + relative;
+}
+
+std::string CliPath() { return FGEMMA_CLI_PATH; }
+
+std::string TempDir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "fgemma";
+  for (char& c : name) {
+    if (c == '/') c = '_';
+  }
+  auto dir = std::filesystem::temp_directory_path() / ("fgemma-test-" + std::to_string(::getpid()) + "-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+Json LoadGolden(const std::string& name) {
+  auto j = ReadJsonFile(FixturePath("golden/" + name));
+  if (!j.ok()) {
+    ADD_FAILURE() << j.status().ToString();
+    return Json();
+  }
+  return std::move(j).value();
+}
+
+int RunCommand(const std::string& command, std::string* out) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) {
+    if (out) out->append(buf.data(), n);
+  }
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace fgemma::test
