@@ -1,0 +1,45 @@
+// Matrix kernels: Y = X * W^T for weight matrices in any storage type.
+//
+//   W: TensorView [rows=out, cols=in] (f32, f16, bf16, q8_0, q4_0), usually mmapped
+//   X: num_tokens activation rows of `in` floats
+//   Y: num_tokens rows; this call writes columns [row_begin, row_end) of each
+//
+// Callers (the runtime) split [0, out) across threads and call MatMul once per slice, so each
+// kernel is single-threaded. Integer kernels want the activations quantized once per matmul, not
+// once per slice: PackActivations() does that into caller-owned scratch, and every MatMul call on the
+// same activations reuses it. Every SIMD path has a scalar reference (MatMulReference) and tests.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "util/tensor.h"
+
+namespace fgemma {
+
+struct Activations {
+  const float* data = nullptr;  // [num_tokens, stride] float32
+  size_t stride = 0;            // floats between consecutive tokens (>= cols)
+  size_t num_tokens = 0;
+  // Packed form for integer kernels (see PackActivations); null when the weight type needs none.
+  const void* packed = nullptr;
+  size_t packed_stride = 0;     // bytes between consecutive tokens in `packed`
+};
+
+// Bytes of scratch PackActivations needs for `num_tokens` rows of `cols` values against weights
+// of type `weight_type` (0 when that type computes directly on float activations).
+size_t PackedActivationBytes(DType weight_type, size_t cols, size_t num_tokens);
+// Fills a.packed / a.packed_stride from a.data into `scratch` (PackedActivationBytes bytes).
+void PackActivations(DType weight_type, size_t cols, Activations* a, void* scratch);
+
+// y[t * y_stride + r] = dot(W[r, :], x_t) for r in [row_begin, row_end), t in [0, a.num_tokens).
+void MatMul(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin, size_t row_end);
+
+// Scalar reference: dequantizes each row to float and accumulates in double. Used by tests only.
+void MatMulReference(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+                     size_t row_end);
+
+// The SIMD target chosen at run time ("AVX3_SPR", "AVX2", "NEON", "EMU128", ...).
+const char* KernelTargetName();
+
+}  // namespace fgemma
