@@ -1,0 +1,35 @@
+// Elementwise and row-wise operations of the Gemma 3 forward pass, float32 throughout (they are a
+// small share of the time; the matrix kernels dominate).
+#pragma once
+
+#include <cstddef>
+
+namespace fgemma {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * scale[i]; `scale` already holds Gemma's (1 + w).
+// In place is allowed (out == x).
+void RmsNorm(const float* x, const float* scale, float eps, size_t n, float* out);
+
+// gate[i] = gelu_tanh(gate[i]) * up[i]
+void GeluTanhMul(float* gate, const float* up, size_t n);
+
+// Split-half rotary embedding of one head vector `x[dim]` with precomputed cos/sin[dim/2].
+void ApplyRope(float* x, const float* cos, const float* sin, size_t dim);
+
+// Fills cos/sin[dim/2] for `position` with inverse frequencies `inv_freq[dim/2]`, in float32 like
+// the reference (angle = float(position) * inv_freq).
+void RopeAngles(const float* inv_freq, size_t half, int position, float* cos, float* sin);
+
+// inv_freq[i] = 1 / (theta ** (2i / dim)) / scaling, float32 like the reference.
+void RopeInverseFrequencies(float theta, float scaling, size_t dim, float* inv_freq);
+
+// In-place softmax over x[n] (max-subtracted, float32).
+void Softmax(float* x, size_t n);
+
+// y[i] += x[i]
+void AddInPlace(float* y, const float* x, size_t n);
+
+// x[i] *= s
+void Scale(float* x, float s, size_t n);
+
+}  // namespace fgemma

@@ -1,0 +1,253 @@
+// Gemma 3 forward pass, following the reference (google/gemma_pytorch, float32 compute):
+//
+//   x = embed[token] * sqrt(hidden)
+//   per layer:  h = x + post_attn_norm(attention(input_norm(x)))
+//               x = h + post_ffn_norm(down(gelu_tanh(gate(n)) * up(n))),  n = pre_ffn_norm(h)
+//   out = final_norm(x)                       (the tied head is applied by the runtime)
+//
+// attention: q, k, v projections; RMSNorm per head on q and k; split-half RoPE (base 1e4 on
+// sliding layers, rope_theta / linear scaling on global ones); q *= query_pre_attn_scalar^-0.5;
+// causal softmax over keys j <= i (and j > i - window on sliding layers); GQA: query head h reads
+// kv head h / (heads / kv_heads).
+#include "model/gemma3_forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "kernels/vec.h"
+
+namespace fgemma {
+namespace {
+
+size_t KindIndex(LayerKind k) { return k == LayerKind::kGlobal ? 1 : 0; }
+
+}  // namespace
+
+Result<std::unique_ptr<Gemma3Forward>> Gemma3Forward::Create(const Model& model, const ForwardOptions& options,
+                                                             int num_threads) {
+  const ModelConfig& c = model.config();
+  auto f = std::unique_ptr<Gemma3Forward>(new Gemma3Forward(model));
+  f->max_batch_ = std::max<size_t>(1, options.max_batch);
+  f->context_ = options.context == 0 ? static_cast<size_t>(c.max_position_embeddings) : options.context;
+  if (f->context_ > static_cast<size_t>(c.max_position_embeddings))
+    return InvalidArgument("context " + std::to_string(f->context_) + " exceeds the model's max_position_embeddings " +
+                           std::to_string(c.max_position_embeddings));
+  const size_t B = f->max_batch_, H = static_cast<size_t>(c.hidden), Q = static_cast<size_t>(c.q_dim()),
+               KV = static_cast<size_t>(c.kv_dim()), I = static_cast<size_t>(c.intermediate),
+               half = static_cast<size_t>(c.head_dim) / 2, W = static_cast<size_t>(c.sliding_window);
+
+  // KV cache sizes, checked for overflow of size_t on 32-bit builds.
+  for (int l = 0; l < c.num_layers; ++l) {
+    LayerKvCache lc;
+    lc.kind = c.layer_kinds[static_cast<size_t>(l)];
+    lc.rows = lc.kind == LayerKind::kGlobal ? f->context_ : std::min(W, f->context_);
+    const uint64_t elems = static_cast<uint64_t>(lc.rows) * KV;
+    if (elems * sizeof(float) > static_cast<uint64_t>(SIZE_MAX / 4))
+      return OutOfRange("KV cache of " + std::to_string(elems * 8) + " bytes for layer " + std::to_string(l) +
+                        " does not fit this address space; use a shorter context");
+    lc.keys = FloatBuffer(static_cast<size_t>(elems));
+    lc.values = FloatBuffer(static_cast<size_t>(elems));
+    f->cache_.push_back(std::move(lc));
+  }
+  f->x_ = FloatBuffer(B * H);
+  f->xn_ = FloatBuffer(B * H);
+  f->q_ = FloatBuffer(B * Q);
+  f->k_ = FloatBuffer(B * KV);
+  f->v_ = FloatBuffer(B * KV);
+  f->attn_ = FloatBuffer(B * Q);
+  f->proj_ = FloatBuffer(B * H);
+  f->gate_ = FloatBuffer(B * I);
+  f->up_ = FloatBuffer(B * I);
+  const float thetas[2] = {c.rope_theta_local, c.rope_theta_global};
+  const float scalings[2] = {1.0f, c.rope_scaling_factor};
+  for (int k = 0; k < 2; ++k) {
+    f->rope_cos_[k] = FloatBuffer(B * half);
+    f->rope_sin_[k] = FloatBuffer(B * half);
+    f->inv_freq_[k] = FloatBuffer(half);
+    RopeInverseFrequencies(thetas[k], scalings[k], static_cast<size_t>(c.head_dim), f->inv_freq_[k].data());
+  }
+  // A query sees at most `context` keys on a global layer (window + batch on a sliding one).
+  f->scores_stride_ = std::max(f->context_, W + B);
+  f->scores_ = FloatBuffer(static_cast<size_t>(std::max(1, num_threads)) * f->scores_stride_);
+
+  size_t packed = 0;
+  for (int l = 0; l < c.num_layers; ++l) {
+    const LayerWeights& L = model.layer(l);
+    for (const TensorView* w : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj})
+      packed = std::max(packed, PackedActivationBytes(w->dtype, w->cols, B));
+  }
+  f->packed_.resize(packed);
+  return f;
+}
+
+uint64_t Gemma3Forward::kv_bytes(LayerKind kind) const {
+  uint64_t total = 0;
+  for (const auto& lc : cache_) {
+    if (lc.kind == kind) total += 2ull * lc.keys.size() * sizeof(float);
+  }
+  return total;
+}
+
+void Gemma3Forward::CopyCacheFrom(const Gemma3Forward& other, size_t n) {
+  const size_t KV = static_cast<size_t>(cfg_.kv_dim());
+  for (size_t l = 0; l < cache_.size(); ++l) {
+    const LayerKvCache& src = other.cache_[l];
+    LayerKvCache& dst = cache_[l];
+    const size_t rows = std::min({n, src.rows, dst.rows});
+    // Ring rows hold positions by p % window in both, so a straight copy of the first rows works
+    // whenever both rings have the same size (they do: same model).
+    std::memcpy(dst.keys.data(), src.keys.data(), rows * KV * sizeof(float));
+    std::memcpy(dst.values.data(), src.values.data(), rows * KV * sizeof(float));
+  }
+}
+
+void Gemma3Forward::MatMulParallel(const TensorView& w, const float* x, size_t n, size_t x_stride, float* y,
+                                   size_t y_stride, ThreadPool& pool) {
+  Activations a;
+  a.data = x;
+  a.stride = x_stride;
+  a.num_tokens = n;
+  if (PackedActivationBytes(w.dtype, w.cols, n) > 0) PackActivations(w.dtype, w.cols, &a, packed_.data());
+  // ~4 slices per thread balance uneven progress; 16-row multiples suit every kernel's tiling.
+  const size_t threads = static_cast<size_t>(pool.num_threads());
+  size_t block = (w.rows + threads * 4 - 1) / (threads * 4);
+  block = std::max<size_t>(16, (block + 15) / 16 * 16);
+  const size_t tasks = (w.rows + block - 1) / block;
+  pool.Run(tasks, [&](size_t task, int) {
+    const size_t r0 = task * block;
+    MatMul(w, a, y, y_stride, r0, std::min(w.rows, r0 + block));
+  });
+}
+
+void Gemma3Forward::Attention(int layer, size_t n, size_t start, ThreadPool& pool) {
+  const LayerKvCache& lc = cache_[static_cast<size_t>(layer)];
+  const size_t Q = static_cast<size_t>(cfg_.q_dim()), KV = static_cast<size_t>(cfg_.kv_dim()),
+               hd = static_cast<size_t>(cfg_.head_dim), heads = static_cast<size_t>(cfg_.num_heads),
+               group = heads / static_cast<size_t>(cfg_.num_kv_heads), W = static_cast<size_t>(cfg_.sliding_window);
+  const bool sliding = lc.kind == LayerKind::kSliding;
+  const float softcap = cfg_.attn_logit_softcap;
+
+  pool.Run(n * heads, [&](size_t task, int thread) {
+    const size_t t = task / heads, h = task % heads, kvh = h / group;
+    const size_t pos = start + t;
+    const size_t lo = sliding && pos + 1 > W ? pos + 1 - W : 0;
+    // Key/value row of position j: chunk rows come from this call's projections (a sliding ring
+    // may already have been overwritten by later chunk positions), earlier ones from the cache.
+    auto key = [&](size_t j) -> const float* {
+      if (sliding && j >= start) return k_.data() + (j - start) * KV + kvh * hd;
+      return lc.keys.data() + (sliding ? j % lc.rows : j) * KV + kvh * hd;
+    };
+    auto value = [&](size_t j) -> const float* {
+      if (sliding && j >= start) return v_.data() + (j - start) * KV + kvh * hd;
+      return lc.values.data() + (sliding ? j % lc.rows : j) * KV + kvh * hd;
+    };
+    const float* q = q_.data() + t * Q + h * hd;
+    float* scores = scores_.data() + static_cast<size_t>(thread) * scores_stride_;
+    const size_t count = pos + 1 - lo;
+    for (size_t j = 0; j < count; ++j) {
+      float s = Dot(q, key(lo + j), hd);
+      if (softcap > 0) s = softcap * std::tanh(s / softcap);
+      scores[j] = s;
+    }
+    Softmax(scores, count);
+    float* out = attn_.data() + t * Q + h * hd;
+    std::memset(out, 0, hd * sizeof(float));
+    for (size_t j = 0; j < count; ++j) AddScaled(out, value(lo + j), scores[j], hd);
+  });
+}
+
+void Gemma3Forward::Run(std::span<const int32_t> tokens, size_t start, ThreadPool& pool, const LayerObserver* observer) {
+  const size_t n = tokens.size();
+  const size_t H = static_cast<size_t>(cfg_.hidden), Q = static_cast<size_t>(cfg_.q_dim()),
+               KV = static_cast<size_t>(cfg_.kv_dim()), I = static_cast<size_t>(cfg_.intermediate),
+               hd = static_cast<size_t>(cfg_.head_dim), half = hd / 2, heads = static_cast<size_t>(cfg_.num_heads),
+               kv_heads = static_cast<size_t>(cfg_.num_kv_heads);
+  const float eps = cfg_.rms_norm_eps;
+  const float q_scale = 1.0f / std::sqrt(cfg_.query_pre_attn_scalar);
+
+  // 1. Embedding lookup, scaled by sqrt(hidden): x[n, H].
+  const TensorView& embed = model_.embedding();
+  for (size_t t = 0; t < n; ++t) {
+    float* x = x_.data() + t * H;
+    DequantizeRow(embed, static_cast<size_t>(tokens[t]), x);
+    Scale(x, model_.embedding_scale(), H);
+  }
+  // 2. RoPE angles for each position, per layer kind: cos/sin[n, half].
+  for (size_t k = 0; k < 2; ++k) {
+    for (size_t t = 0; t < n; ++t)
+      RopeAngles(inv_freq_[k].data(), half, static_cast<int>(start + t), rope_cos_[k].data() + t * half,
+                 rope_sin_[k].data() + t * half);
+  }
+
+  for (int l = 0; l < cfg_.num_layers; ++l) {
+    const LayerWeights& L = model_.layer(l);
+    LayerKvCache& lc = cache_[static_cast<size_t>(l)];
+    const size_t kind = KindIndex(L.kind);
+
+    // 3. Attention block input: xn = input_norm(x).
+    for (size_t t = 0; t < n; ++t) RmsNorm(x_.data() + t * H, L.input_norm.data(), eps, H, xn_.data() + t * H);
+    // 4. Projections: q[n, Q], k[n, KV], v[n, KV].
+    MatMulParallel(L.q_proj, xn_.data(), n, H, q_.data(), Q, pool);
+    MatMulParallel(L.k_proj, xn_.data(), n, H, k_.data(), KV, pool);
+    MatMulParallel(L.v_proj, xn_.data(), n, H, v_.data(), KV, pool);
+    // 5. Per-head q/k RMSNorm, RoPE, and the query scale.
+    for (size_t t = 0; t < n; ++t) {
+      const float* cs = rope_cos_[kind].data() + t * half;
+      const float* sn = rope_sin_[kind].data() + t * half;
+      for (size_t h = 0; h < heads; ++h) {
+        float* q = q_.data() + t * Q + h * hd;
+        RmsNorm(q, L.q_norm.data(), eps, hd, q);
+        ApplyRope(q, cs, sn, hd);
+        Scale(q, q_scale, hd);
+      }
+      for (size_t h = 0; h < kv_heads; ++h) {
+        float* k = k_.data() + t * KV + h * hd;
+        RmsNorm(k, L.k_norm.data(), eps, hd, k);
+        ApplyRope(k, cs, sn, hd);
+      }
+    }
+    // 6. Global layers store the chunk's keys/values before attending (rows = positions).
+    if (L.kind == LayerKind::kGlobal) {
+      std::memcpy(lc.keys.data() + start * KV, k_.data(), n * KV * sizeof(float));
+      std::memcpy(lc.values.data() + start * KV, v_.data(), n * KV * sizeof(float));
+    }
+    // 7. Causal (windowed) attention: attn[n, Q].
+    Attention(l, n, start, pool);
+    // 8. Sliding layers commit the chunk's last `window` positions to the ring afterwards.
+    if (L.kind == LayerKind::kSliding) {
+      const size_t first = n > lc.rows ? n - lc.rows : 0;
+      for (size_t t = first; t < n; ++t) {
+        const size_t row = (start + t) % lc.rows;
+        std::memcpy(lc.keys.data() + row * KV, k_.data() + t * KV, KV * sizeof(float));
+        std::memcpy(lc.values.data() + row * KV, v_.data() + t * KV, KV * sizeof(float));
+      }
+    }
+    // 9. Output projection, post-attention norm, residual: x += post_attn_norm(o_proj(attn)).
+    MatMulParallel(L.o_proj, attn_.data(), n, Q, proj_.data(), H, pool);
+    for (size_t t = 0; t < n; ++t) {
+      float* p = proj_.data() + t * H;
+      RmsNorm(p, L.post_attn_norm.data(), eps, H, p);
+      AddInPlace(x_.data() + t * H, p, H);
+    }
+    // 10. MLP: xn = pre_ffn_norm(x); gate/up [n, I]; down(gelu_tanh(gate) * up) -> proj [n, H].
+    for (size_t t = 0; t < n; ++t) RmsNorm(x_.data() + t * H, L.pre_ffn_norm.data(), eps, H, xn_.data() + t * H);
+    MatMulParallel(L.gate_proj, xn_.data(), n, H, gate_.data(), I, pool);
+    MatMulParallel(L.up_proj, xn_.data(), n, H, up_.data(), I, pool);
+    for (size_t t = 0; t < n; ++t) GeluTanhMul(gate_.data() + t * I, up_.data() + t * I, I);
+    MatMulParallel(L.down_proj, gate_.data(), n, I, proj_.data(), H, pool);
+    // 11. Post-FFN norm and residual: x += post_ffn_norm(mlp).
+    for (size_t t = 0; t < n; ++t) {
+      float* p = proj_.data() + t * H;
+      RmsNorm(p, L.post_ffn_norm.data(), eps, H, p);
+      AddInPlace(x_.data() + t * H, p, H);
+    }
+    if (observer != nullptr && *observer) (*observer)(l, x_.data(), n);
+  }
+  // 12. Final norm into xn (the head reads it).
+  for (size_t t = 0; t < n; ++t) RmsNorm(x_.data() + t * H, model_.final_norm().data(), eps, H, xn_.data() + t * H);
+}
+
+}  // namespace fgemma

@@ -1,0 +1,157 @@
+#include "model/model.h"
+
+#include <cmath>
+
+#include "io/safetensors.h"
+#include "util/mapped_file.h"
+
+namespace fgemma {
+namespace {
+
+// Decodes a 1-D norm tensor to float32 and folds in Gemma's unit offset.
+std::vector<float> NormScale(const TensorView& t, bool has_unit_offset) {
+  std::vector<float> out(t.cols);
+  DequantizeRow(t, 0, out.data());
+  if (!has_unit_offset) {
+    for (float& v : out) v = 1.0f + v;
+  }
+  return out;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string DirName(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::Assemble(const ModelConfig& config, const TensorLookup& lookup,
+                                               bool norms_have_unit_offset, std::shared_ptr<void> owner,
+                                               std::string source) {
+  FGEMMA_RETURN_IF_ERROR(config.Validate());
+  auto model = std::unique_ptr<Model>(new Model());
+  model->config_ = config;
+  model->owner_ = std::move(owner);
+  model->source_ = std::move(source);
+  model->layers_.resize(static_cast<size_t>(config.num_layers));
+  for (int i = 0; i < config.num_layers; ++i) model->layers_[static_cast<size_t>(i)].kind = config.layer_kinds[static_cast<size_t>(i)];
+
+  Status status;
+  ForEachTensor(config, [&](const TensorSpec& spec) {
+    if (!status.ok()) return;
+    auto view = lookup(spec);
+    if (!view.ok()) {
+      status = view.status();
+      return;
+    }
+    const TensorView& t = view.value();
+    if (t.rows != spec.rows || t.cols != spec.cols) {
+      status = InvalidArgument("tensor '" + spec.hf_name + "' has shape [" + std::to_string(t.rows) + ", " +
+                               std::to_string(t.cols) + "], config expects [" + std::to_string(spec.rows) + ", " +
+                               std::to_string(spec.cols) + "]");
+      return;
+    }
+    if (spec.role == TensorRole::kNorm && DTypeIsQuantized(t.dtype)) {
+      status = Unsupported("norm tensor '" + spec.hf_name + "' is quantized; norms must be float");
+      return;
+    }
+    if (spec.layer < 0) {
+      if (spec.role == TensorRole::kEmbedding) {
+        model->embedding_ = t;
+      } else {
+        model->final_norm_ = NormScale(t, norms_have_unit_offset);
+      }
+      return;
+    }
+    LayerWeights& L = model->layers_[static_cast<size_t>(spec.layer)];
+    const std::string& n = spec.hf_name;
+    if (spec.role == TensorRole::kNorm) {
+      std::vector<float> scale = NormScale(t, norms_have_unit_offset);
+      if (EndsWith(n, "input_layernorm.weight")) L.input_norm = std::move(scale);
+      else if (EndsWith(n, "q_norm.weight")) L.q_norm = std::move(scale);
+      else if (EndsWith(n, "k_norm.weight")) L.k_norm = std::move(scale);
+      else if (EndsWith(n, "post_attention_layernorm.weight")) L.post_attn_norm = std::move(scale);
+      else if (EndsWith(n, "pre_feedforward_layernorm.weight")) L.pre_ffn_norm = std::move(scale);
+      else if (EndsWith(n, "post_feedforward_layernorm.weight")) L.post_ffn_norm = std::move(scale);
+      return;
+    }
+    if (EndsWith(n, "q_proj.weight")) L.q_proj = t;
+    else if (EndsWith(n, "k_proj.weight")) L.k_proj = t;
+    else if (EndsWith(n, "v_proj.weight")) L.v_proj = t;
+    else if (EndsWith(n, "o_proj.weight")) L.o_proj = t;
+    else if (EndsWith(n, "gate_proj.weight")) L.gate_proj = t;
+    else if (EndsWith(n, "up_proj.weight")) L.up_proj = t;
+    else if (EndsWith(n, "down_proj.weight")) L.down_proj = t;
+  });
+  FGEMMA_RETURN_IF_ERROR(status);
+  model->embedding_scale_ = static_cast<float>(std::sqrt(static_cast<double>(config.hidden)));
+  return model;
+}
+
+std::string Model::weight_type_name() const {
+  const DType t = layers_.empty() ? embedding_.dtype : layers_[0].q_proj.dtype;
+  for (const auto& L : layers_) {
+    for (const TensorView* v : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) {
+      if (v->dtype != t) return "mixed";
+    }
+  }
+  return DTypeName(t);
+}
+
+uint64_t Model::weight_bytes() const {
+  uint64_t total = embedding_.bytes() + final_norm_.size() * 4;
+  for (const auto& L : layers_) {
+    for (const TensorView* v : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj})
+      total += v->bytes();
+  }
+  return total;
+}
+
+namespace {
+
+Result<std::unique_ptr<Model>> LoadSafetensors(const std::string& path) {
+  const std::string dir = IsDirectory(path) ? path : DirName(path);
+  const std::string config_path = dir + "/config.json";
+  if (!FileExists(config_path)) return NotFound(config_path + ": config.json not found beside the weights");
+  FGEMMA_TRY(ModelConfig config, ConfigFromHfFile(config_path));
+  FGEMMA_TRY(std::unique_ptr<SafetensorsCheckpoint> ckpt, SafetensorsCheckpoint::Open(path));
+  SafetensorsCheckpoint* st = ckpt.get();
+  // Multimodal gemma3 checkpoints prefix text weights with "language_model.".
+  auto lookup = [st](const TensorSpec& spec) -> Result<TensorView> {
+    const SafetensorsTensor* t = st->Find(spec.hf_name);
+    if (t == nullptr) t = st->Find("language_model." + spec.hf_name);
+    if (t == nullptr) return NotFound("checkpoint has no tensor '" + spec.hf_name + "'");
+    const bool shape_ok = spec.is_1d ? (t->shape.size() == 1 && t->shape[0] == spec.cols)
+                                     : (t->shape.size() == 2 && t->shape[0] == spec.rows && t->shape[1] == spec.cols);
+    if (!shape_ok) {
+      std::string got;
+      for (uint64_t d : t->shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+      const std::string want = spec.is_1d ? std::to_string(spec.cols) : std::to_string(spec.rows) + ", " + std::to_string(spec.cols);
+      return InvalidArgument(*t->file + ": tensor '" + t->name + "' has shape [" + got + "], config expects [" + want + "]");
+    }
+    TensorView v;
+    v.dtype = t->dtype;
+    v.rows = static_cast<size_t>(spec.rows);
+    v.cols = static_cast<size_t>(spec.cols);
+    v.data = t->data;
+    return v;
+  };
+  std::shared_ptr<SafetensorsCheckpoint> owner(std::move(ckpt));
+  return Model::Assemble(config, lookup, /*norms_have_unit_offset=*/false, owner, path);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
+  if (!FileExists(path)) return NotFound(path + ": no such file or directory");
+  if (EndsWith(path, ".gguf")) return Unsupported(path + ": GGUF loading is not built in yet");
+  auto model = LoadSafetensors(path);
+  if (!model.ok()) return model.status().WithContext("loading " + path);
+  return model;
+}
+
+}  // namespace fgemma

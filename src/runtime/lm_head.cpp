@@ -1,0 +1,82 @@
+#include "runtime/lm_head.h"
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/matmul.h"
+
+namespace fgemma {
+namespace {
+constexpr size_t kBlockRows = 2048;  // 2048 x 640 bf16 = 2.6 MB of weights per task
+
+// Rows [r0, r1) of `t` as a tensor of their own.
+TensorView RowSlice(const TensorView& t, size_t r0, size_t r1) {
+  TensorView s = t;
+  s.data = t.row(r0);
+  s.rows = r1 - r0;
+  return s;
+}
+
+inline bool Better(float v, int32_t id, float best_v, int32_t best_id) {
+  return v > best_v || (v == best_v && id < best_id);
+}
+}  // namespace
+
+LmHead::LmHead(const Model& model, int num_threads)
+    : model_(model),
+      block_scratch_(static_cast<size_t>(num_threads) * kBlockRows),
+      packed_(PackedActivationBytes(model.embedding().dtype, model.embedding().cols, 1)),
+      best_(static_cast<size_t>(num_threads)) {}
+
+void LmHead::Compute(const float* hidden, HeadRequest& req, ThreadPool& pool) {
+  const TensorView& E = model_.embedding();
+  const float cap = model_.config().final_logit_softcap;
+  Activations a;
+  a.data = hidden;
+  a.stride = E.cols;
+  a.num_tokens = 1;
+  if (!packed_.empty()) PackActivations(E.dtype, E.cols, &a, packed_.data());
+  for (auto& b : best_) b = {-std::numeric_limits<float>::infinity(), std::numeric_limits<int32_t>::max()};
+
+  auto finish = [&](float* logits, size_t count, size_t id_base, const int32_t* ids, int thread) {
+    Best& best = best_[static_cast<size_t>(thread)];
+    for (size_t i = 0; i < count; ++i) {
+      float v = logits[i];
+      if (cap > 0) logits[i] = v = cap * std::tanh(v / cap);
+      const int32_t id = ids ? ids[i] : static_cast<int32_t>(id_base + i);
+      if (Better(v, id, best.value, best.id)) best = {v, id};
+    }
+  };
+
+  if (req.candidates.empty()) {
+    const size_t tasks = (E.rows + kBlockRows - 1) / kBlockRows;
+    pool.Run(tasks, [&](size_t task, int thread) {
+      const size_t r0 = task * kBlockRows, r1 = std::min(E.rows, r0 + kBlockRows);
+      // Write straight into the caller's logits when given; else into this thread's scratch.
+      float* out = req.logits ? req.logits + r0 : block_scratch_.data() + static_cast<size_t>(thread) * kBlockRows;
+      MatMul(RowSlice(E, r0, r1), a, out, 0, 0, r1 - r0);
+      finish(out, r1 - r0, r0, nullptr, thread);
+    });
+  } else {
+    const size_t n = req.candidates.size();
+    const size_t per_task = 64;
+    const size_t tasks = (n + per_task - 1) / per_task;
+    pool.Run(tasks, [&](size_t task, int thread) {
+      const size_t i0 = task * per_task, i1 = std::min(n, i0 + per_task);
+      float* out = req.logits ? req.logits : block_scratch_.data() + static_cast<size_t>(thread) * kBlockRows;
+      for (size_t i = i0; i < i1; ++i) {
+        const size_t row = static_cast<size_t>(req.candidates[i]);
+        MatMul(RowSlice(E, row, row + 1), a, out + i, 0, 0, 1);
+      }
+      finish(out + i0, i1 - i0, 0, req.candidates.data() + i0, thread);
+    });
+  }
+  Best best = best_[0];
+  for (const Best& b : best_) {
+    if (Better(b.value, b.id, best.value, best.id)) best = b;
+  }
+  req.argmax = best.id;
+  req.max_logit = best.value;
+}
+
+}  // namespace fgemma

@@ -1,0 +1,80 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+
+namespace fgemma {
+
+Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> model, const SessionOptions& options) {
+  if (!model) return InvalidArgument("session needs a model");
+  auto s = std::unique_ptr<Session>(new Session());
+  const int threads = options.threads > 0 ? options.threads : ThreadPool::DefaultThreads();
+  ForwardOptions fo;
+  fo.context = options.context;
+  fo.max_batch = options.max_batch;
+  FGEMMA_TRY(s->forward_, Gemma3Forward::Create(*model, fo, threads));
+  s->pool_ = std::make_unique<ThreadPool>(threads);
+  s->head_ = std::make_unique<LmHead>(*model, threads);
+  s->model_ = std::move(model);
+  return s;
+}
+
+Status Session::Evaluate(std::span<const int32_t> tokens, std::span<HeadRequest> heads) {
+  const ModelConfig& c = model_->config();
+  const int vocab = c.vocab_size;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab)
+      return InvalidArgument("token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                             " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  }
+  if (tokens.size() > context() - position_)
+    return OutOfRange("prompt of " + std::to_string(tokens.size()) + " tokens at position " + std::to_string(position_) +
+                      " exceeds the context of " + std::to_string(context()) + " tokens");
+  for (const HeadRequest& h : heads) {
+    if (h.index >= tokens.size())
+      return InvalidArgument("head request for index " + std::to_string(h.index) + " but only " +
+                             std::to_string(tokens.size()) + " tokens evaluated");
+    for (int32_t id : h.candidates) {
+      if (id < 0 || id >= vocab) return InvalidArgument("candidate token id " + std::to_string(id) + " is outside the vocabulary");
+    }
+  }
+  const LayerObserver* observer = observer_ ? &observer_ : nullptr;
+  const size_t batch = forward_->max_batch();
+  for (size_t begin = 0; begin < tokens.size(); begin += batch) {
+    const size_t n = std::min(batch, tokens.size() - begin);
+    forward_->Run(tokens.subspan(begin, n), position_, *pool_, observer);
+    position_ += n;
+    for (HeadRequest& h : heads) {
+      if (h.index >= begin && h.index < begin + n) head_->Compute(forward_->final_hidden(h.index - begin), h, *pool_);
+    }
+  }
+  return Status::Ok();
+}
+
+Status Session::Generate(std::span<const int32_t> prompt, size_t max_new, bool stop_at_eos,
+                         const std::function<bool(int32_t)>& on_token) {
+  if (prompt.empty()) return InvalidArgument("generation needs at least one prompt token");
+  if (max_new == 0) return Evaluate(prompt);
+  HeadRequest head;
+  head.index = prompt.size() - 1;
+  FGEMMA_RETURN_IF_ERROR(Evaluate(prompt, std::span<HeadRequest>(&head, 1)));
+  const auto& eos = model_->config().eos_token_ids;
+  for (size_t i = 0; i < max_new; ++i) {
+    const int32_t next = head.argmax;
+    if (!on_token(next)) return Status::Ok();
+    if (stop_at_eos && std::find(eos.begin(), eos.end(), next) != eos.end()) return Status::Ok();
+    if (i + 1 == max_new) break;
+    head = HeadRequest{};
+    FGEMMA_RETURN_IF_ERROR(Evaluate(std::span<const int32_t>(&next, 1), std::span<HeadRequest>(&head, 1)));
+  }
+  return Status::Ok();
+}
+
+Status Session::CopyStateFrom(const Session& other) {
+  if (other.model_ != model_) return InvalidArgument("cannot copy session state across models");
+  if (other.context() != context()) return InvalidArgument("cannot copy session state across context sizes");
+  forward_->CopyCacheFrom(*other.forward_, other.position_);
+  position_ = other.position_;
+  return Status::Ok();
+}
+
+}  // namespace fgemma

@@ -1,0 +1,60 @@
+// A decoding session: one sequence's KV cache and scratch over a shared, immutable Model.
+//
+// Everything a session needs is allocated in Create(); Evaluate() and Generate() allocate nothing
+// (the KV cache for the whole context is reserved up front and filled lazily by the OS).
+// A session is used by one thread at a time; many sessions may share one Model.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "model/gemma3_forward.h"
+#include "model/model.h"
+#include "runtime/lm_head.h"
+#include "util/thread_pool.h"
+
+namespace fgemma {
+
+struct SessionOptions {
+  size_t context = 0;      // positions to hold (0 = the model's max_position_embeddings)
+  size_t max_batch = 256;  // tokens per forward chunk during prefill
+  int threads = 0;         // 0 = ThreadPool::DefaultThreads()
+};
+
+class Session {
+ public:
+  static Result<std::unique_ptr<Session>> Create(std::shared_ptr<const Model> model, const SessionOptions& options);
+
+  // Appends tokens at the current position (prefill in chunks of max_batch), then fills each head
+  // request (request.index counts from the first of `tokens`). Errors leave the position unchanged
+  // and name the offending token or limit.
+  Status Evaluate(std::span<const int32_t> tokens, std::span<HeadRequest> heads = {});
+
+  // Greedy continuation: evaluates `prompt`, then decodes up to max_new tokens, calling on_token
+  // for each (return false to stop). Stops at an EOS id when stop_at_eos.
+  Status Generate(std::span<const int32_t> prompt, size_t max_new, bool stop_at_eos,
+                  const std::function<bool(int32_t)>& on_token);
+
+  size_t position() const { return position_; }
+  size_t context() const { return forward_->context(); }
+  void Reset() { position_ = 0; }
+  // Makes this session's state equal to `other`'s (same model): copies its KV cache rows.
+  Status CopyStateFrom(const Session& other);
+
+  const Model& model() const { return *model_; }
+  ThreadPool& pool() { return *pool_; }
+  const Gemma3Forward& forward() const { return *forward_; }
+  void set_layer_observer(LayerObserver observer) { observer_ = std::move(observer); }
+
+ private:
+  Session() = default;
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<Gemma3Forward> forward_;
+  std::unique_ptr<LmHead> head_;
+  LayerObserver observer_;
+  size_t position_ = 0;
+};
+
+}  // namespace fgemma
