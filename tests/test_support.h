@@ -1,6 +1,7 @@
 // Shared helpers for tests: fixture paths and golden loading.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "util/json.h"
@@ -15,6 +16,9 @@ std::string CliPath();
 std::string TempDir();
 // Loads a golden JSON file under fixtures/golden; aborts the test (ADD_FAILURE) when missing.
 Json LoadGolden(const std::string& name);
+// Directory of a SYNTH.md checkpoint (config name, seed, "f32"/"bf16"), synthesized on first use
+// under the build tree and reused afterwards (safe against concurrent test processes).
+std::string SynthModelDir(const std::string& config, uint64_t seed, const std::string& dtype);
 // Runs a shell command, returning its exit code; stdout is captured into *out when non-null.
 int RunCommand(const std::string& command, std::string* out = nullptr);
 

@@ -1,0 +1,125 @@
+// fgemma bench: load time, prefill tokens/s, decode ms/token at several contexts, peak RSS.
+#include <algorithm>
+#include <cstdio>
+
+#include "command.h"
+#include "kernels/matmul.h"
+#include "runtime/session.h"
+#include "util/process_stats.h"
+
+namespace fgemma::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  int threads = 0;
+  bool json = false;
+  std::vector<size_t> prefill = {64, 512};
+  std::vector<size_t> decode_contexts = {64, 512, 2048};
+  size_t decode_steps = 32;
+};
+
+// Deterministic pseudo-random ids, away from control tokens.
+std::vector<int32_t> BenchTokens(size_t n, int vocab) {
+  std::vector<int32_t> ids(n);
+  uint64_t s = 0x9E3779B97F4A7C15ull;
+  for (auto& id : ids) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    id = static_cast<int32_t>(256 + (s >> 33) % static_cast<uint64_t>(vocab - 256));
+  }
+  return ids;
+}
+
+int RunBench(const BenchArgs& a) {
+  const double t0 = NowSeconds();
+  auto model = Model::Load(a.model);
+  if (!model.ok()) return Fail(model.status().ToString());
+  std::shared_ptr<const Model> m(std::move(model).value());
+  const size_t max_ctx = std::max(*std::max_element(a.decode_contexts.begin(), a.decode_contexts.end()),
+                                  *std::max_element(a.prefill.begin(), a.prefill.end())) + a.decode_steps + 1;
+  SessionOptions so;
+  so.threads = a.threads;
+  so.context = std::min<size_t>(max_ctx, static_cast<size_t>(m->config().max_position_embeddings));
+  so.max_batch = 512;
+  auto session = Session::Create(m, so);
+  if (!session.ok()) return Fail(session.status().ToString());
+  const double load_s = NowSeconds() - t0;
+  Session& s = *session.value();
+  const int vocab = m->config().vocab_size;
+  const auto tokens = BenchTokens(so.context, vocab);
+
+  struct Row {
+    std::string what;
+    size_t n;
+    double value;
+    const char* unit;
+  };
+  std::vector<Row> rows;
+  // Prefill: whole prompt in one call, head on the last position (as a real request does).
+  for (size_t n : a.prefill) {
+    if (n > so.context) continue;
+    s.Reset();
+    HeadRequest h;
+    h.index = n - 1;
+    const double start = NowSeconds();
+    Status st = s.Evaluate(std::span<const int32_t>(tokens.data(), n), std::span<HeadRequest>(&h, 1));
+    const double dt = NowSeconds() - start;
+    if (!st.ok()) return Fail(st.ToString());
+    rows.push_back({"prefill_tok_per_s", n, static_cast<double>(n) / dt, "tok/s"});
+  }
+  // Decode: prefill to the context, then time greedy steps with the fused argmax head.
+  for (size_t ctx : a.decode_contexts) {
+    if (ctx + a.decode_steps > so.context) continue;
+    s.Reset();
+    if (Status st = s.Evaluate(std::span<const int32_t>(tokens.data(), ctx)); !st.ok()) return Fail(st.ToString());
+    int32_t next = tokens[ctx];
+    const double start = NowSeconds();
+    for (size_t i = 0; i < a.decode_steps; ++i) {
+      HeadRequest h;
+      if (Status st = s.Evaluate(std::span<const int32_t>(&next, 1), std::span<HeadRequest>(&h, 1)); !st.ok())
+        return Fail(st.ToString());
+      next = h.argmax;
+    }
+    const double ms = (NowSeconds() - start) * 1000.0 / static_cast<double>(a.decode_steps);
+    rows.push_back({"decode_ms_per_token", ctx, ms, "ms"});
+  }
+  const double peak_mb = static_cast<double>(PeakRssBytes()) / (1024.0 * 1024.0);
+  const double weights_mb = static_cast<double>(m->weight_bytes()) / (1024.0 * 1024.0);
+  if (a.json) {
+    std::printf("{\"model\":\"%s\",\"config\":\"%s\",\"weights\":\"%s\",\"weight_mib\":%.1f,\"threads\":%d,\"kernel\":\"%s\",\"load_s\":%.4f,",
+                a.model.c_str(), m->config().name.c_str(), m->weight_type_name().c_str(), weights_mb,
+                s.pool().num_threads(), KernelTargetName(), load_s);
+    std::printf("\"results\":[");
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::printf("%s{\"metric\":\"%s\",\"n\":%zu,\"value\":%.4f}", i ? "," : "", rows[i].what.c_str(), rows[i].n, rows[i].value);
+    std::printf("],\"peak_rss_mib\":%.1f}\n", peak_mb);
+  } else {
+    std::printf("model     %s (%s, %s weights, %.1f MiB mapped)\n", a.model.c_str(), m->config().name.c_str(),
+                m->weight_type_name().c_str(), weights_mb);
+    std::printf("threads   %d, kernels %s\n", s.pool().num_threads(), KernelTargetName());
+    std::printf("load      %.3f s\n", load_s);
+    for (const auto& r : rows) {
+      if (r.what == "prefill_tok_per_s")
+        std::printf("prefill   %5zu tokens: %10.1f tok/s\n", r.n, r.value);
+      else
+        std::printf("decode    ctx %5zu:    %10.2f ms/token (%.1f tok/s)\n", r.n, r.value, 1000.0 / r.value);
+    }
+    std::printf("peak RSS  %.1f MiB\n", peak_mb);
+  }
+  return 0;
+}
+
+CommandRegistration reg(40, [](CLI::App& app) -> std::function<int()> {
+  auto a = std::make_shared<BenchArgs>();
+  auto* cmd = app.add_subcommand("bench", "Measure load time, prefill and decode speed, and peak RSS");
+  cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();
+  cmd->add_option("--threads", a->threads, "threads (default: all cores)");
+  cmd->add_flag("--json", a->json, "print one JSON object");
+  cmd->add_option("--prefill", a->prefill, "prompt lengths to time (default 64 512)");
+  cmd->add_option("--decode-contexts", a->decode_contexts, "contexts to time decode at (default 64 512 2048)");
+  cmd->add_option("--decode-steps", a->decode_steps, "decode steps per context (default 32)");
+  return [a] { return RunBench(*a); };
+});
+
+}  // namespace
+}  // namespace fgemma::cli
