@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include <cmath>
+#include <set>
 
 #include "io/safetensors.h"
 #include "util/mapped_file.h"
@@ -140,6 +141,17 @@ Result<std::unique_ptr<Model>> LoadSafetensors(const std::string& path) {
     v.data = t->data;
     return v;
   };
+  // A tensor the model does not use means the file is not what config.json says: refuse it rather
+  // than silently ignore weights (multimodal checkpoints' vision tower is the known exception).
+  std::set<std::string> expected;
+  ForEachTensor(config, [&](const TensorSpec& s) { expected.insert(s.hf_name); });
+  for (const auto& [name, t] : st->tensors()) {
+    const std::string bare = name.rfind("language_model.", 0) == 0 ? name.substr(15) : name;
+    if (expected.count(bare)) continue;
+    if (name.rfind("vision_tower.", 0) == 0 || name.rfind("multi_modal_projector.", 0) == 0) continue;
+    return InvalidArgument(*t.file + ": unknown tensor '" + name + "' (not part of a " + std::to_string(config.num_layers) +
+                           "-layer Gemma 3 text model)");
+  }
   std::shared_ptr<SafetensorsCheckpoint> owner(std::move(ckpt));
   return Model::Assemble(config, lookup, /*norms_have_unit_offset=*/false, owner, path);
 }
