@@ -1,0 +1,21 @@
+// UTF-8 helpers shared by the encoder (splitting text into characters) and the decoders (holding back
+// an unfinished character). The tokenizer accepts arbitrary bytes, so every helper defines what it does
+// with malformed input instead of assuming valid UTF-8.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace fgemma::tokenizer_internal {
+
+// Length of the well-formed UTF-8 character starting at s[pos] (1-4), or 0 when the bytes there are
+// not one (stray continuation byte, overlong form, surrogate, > U+10FFFF, truncated sequence). The
+// encoder treats each byte of a malformed sequence as its own symbol, which byte fallback then encodes.
+size_t Utf8CharLength(std::string_view s, size_t pos);
+
+// Number of trailing bytes of `s` that form the start of a well-formed character still missing its
+// last byte(s): 0 if `s` ends on a character boundary or with bytes that can never become valid.
+// The streaming decoder holds exactly these bytes back.
+size_t Utf8IncompleteSuffix(std::string_view s);
+
+}  // namespace fgemma::tokenizer_internal

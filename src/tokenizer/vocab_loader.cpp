@@ -1,0 +1,97 @@
+// Tokenizer::FromVocab: a vocabulary given as GGUF stores it (strings, scores, token types) has no
+// merge list. llama.cpp's SentencePiece tokenizer merges two adjacent symbols whenever their
+// concatenation is a token, highest score first; the same rule is expressed here as a merge table
+// (every split of every token into two tokens, ranked by the joined token's score), so the one BPE
+// encoder serves both sources.
+#include <algorithm>
+#include <numeric>
+
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_model.h"
+#include "tokenizer/utf8.h"
+
+namespace fgemma {
+
+using tokenizer_internal::TokenizerModel;
+
+namespace {
+
+constexpr const char* kWhat = "vocabulary";
+
+Result<uint8_t> FlagsForType(int32_t type, const std::string& text, size_t index) {
+  using namespace tokenizer_internal;
+  switch (static_cast<TokenType>(type)) {
+    case TokenType::kNormal: return uint8_t{0};
+    case TokenType::kUnknown: return uint8_t{kFlagUnused};  // only ever emitted by fallback, never by BPE
+    case TokenType::kControl: return uint8_t{kFlagAdded | kFlagSpecial};
+    case TokenType::kUserDefined: return static_cast<uint8_t>(kFlagAdded | (IsWhitespaceToken(text) ? kFlagPlain : 0));
+    case TokenType::kUnused: return uint8_t{kFlagUnused};
+    case TokenType::kByte: return uint8_t{kFlagByte};
+  }
+  return InvalidArgument(std::string(kWhat) + ": token_type[" + std::to_string(index) + "] = " + std::to_string(type) +
+                         " is not a GGUF token type (1-6)");
+}
+
+// Ranks tokens by score, highest first, ties to the lower id (llama.cpp's order between bigrams of
+// equal score is leftmost first, which the encoder's position tie-break already gives).
+std::vector<uint32_t> RanksFromScores(const std::vector<float>& scores) {
+  std::vector<int32_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return scores[a] > scores[b]; });
+  std::vector<uint32_t> rank(scores.size());
+  for (size_t r = 0; r < order.size(); ++r) rank[order[r]] = static_cast<uint32_t>(r);
+  return rank;
+}
+
+void BuildMergesFromSplits(TokenizerModel& m, const std::vector<uint32_t>& rank) {
+  m.merges.Reserve(static_cast<size_t>(m.size()) * 2);
+  for (int32_t id = 0; id < m.size(); ++id) {
+    if (!m.BpeUsable(id)) continue;
+    const std::string_view text = m.Text(id);
+    // Split only between characters: symbols never hold part of a character.
+    for (size_t cut = 0; cut < text.size();) {
+      const size_t len = tokenizer_internal::Utf8CharLength(text, cut);
+      cut += len == 0 ? 1 : len;
+      if (cut >= text.size()) break;
+      const int32_t left = m.Find(text.substr(0, cut));
+      if (left < 0 || !m.BpeUsable(left)) continue;
+      const int32_t right = m.Find(text.substr(cut));
+      if (right < 0 || !m.BpeUsable(right)) continue;
+      m.merges.Set(left, right, tokenizer_internal::Merge{rank[id], id});
+    }
+  }
+}
+
+}  // namespace
+
+Result<Tokenizer> Tokenizer::FromVocab(const VocabSpec& spec) {
+  const size_t n = spec.tokens.size();
+  if (n == 0) return InvalidArgument(std::string(kWhat) + ": no tokens");
+  if (n > INT32_MAX) return OutOfRange(std::string(kWhat) + ": more than 2^31 tokens");
+  if (spec.scores.size() != n)
+    return InvalidArgument(std::string(kWhat) + ": " + std::to_string(spec.scores.size()) + " scores for " + std::to_string(n) + " tokens");
+  if (spec.types.size() != n)
+    return InvalidArgument(std::string(kWhat) + ": " + std::to_string(spec.types.size()) + " token types for " + std::to_string(n) + " tokens");
+
+  for (size_t i = 0; i < n; ++i) {
+    // A NaN would break the ordering that ranks merges.
+    if (spec.scores[i] != spec.scores[i])
+      return InvalidArgument(std::string(kWhat) + ": score[" + std::to_string(i) + "] is NaN");
+  }
+
+  auto model = std::make_shared<TokenizerModel>();
+  TokenizerModel& m = *model;
+  for (size_t i = 0; i < n; ++i) {
+    FGEMMA_TRY(const uint8_t flags, FlagsForType(spec.types[i], spec.tokens[i], i));
+    m.AppendToken(spec.tokens[i], flags);
+    if (static_cast<TokenType>(spec.types[i]) == TokenType::kUnknown && m.unk_id < 0) m.unk_id = static_cast<int32_t>(i);
+  }
+  m.prepend_space = spec.add_space_prefix;
+  m.bos_id = spec.bos_id;
+  m.eos_ids = spec.eos_ids;
+  FGEMMA_RETURN_IF_ERROR(tokenizer_internal::FinishModel(m, kWhat));
+  BuildMergesFromSplits(m, RanksFromScores(spec.scores));
+  return Tokenizer(std::move(model));
+}
+
+}  // namespace fgemma
