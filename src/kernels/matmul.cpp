@@ -1,13 +1,97 @@
-// TEMPORARY: forwards to the scalar reference until the SIMD kernels land.
+// MatMul front end: dtype switch, activation packing, SIMD target selection. The kernels live in
+// matmul_float.cpp (f32/f16/bf16) and matmul_quant.cpp (q8_0/q4_0), each runtime-dispatched by
+// Highway to the best target compiled in (see simd_config.h).
+#include "kernels/simd_config.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/matmul.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_internal.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace fgemma {
+namespace HWY_NAMESPACE {
+const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
+}  // namespace HWY_NAMESPACE
+}  // namespace fgemma
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <cstdlib>
+#include <cstring>
+#include <vector>
 
 namespace fgemma {
+HWY_EXPORT(TargetNameImpl);
 
-size_t PackedActivationBytes(DType, size_t, size_t) { return 0; }
-void PackActivations(DType, size_t, Activations*, void*) {}
-void MatMul(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin, size_t row_end) {
-  MatMulReference(w, a, y, y_stride, row_begin, row_end);
+size_t PackedActivationBytes(DType weight_type, size_t cols, size_t num_tokens) {
+  if (!DTypeIsQuantized(weight_type)) return 0;
+  return kernels_internal::QuantLayoutFor(cols).stride * num_tokens;
 }
-const char* KernelTargetName() { return "scalar"; }
+
+void PackActivations(DType weight_type, size_t cols, Activations* a, void* scratch) {
+  if (!DTypeIsQuantized(weight_type)) {
+    a->packed = nullptr;
+    a->packed_stride = 0;
+    return;
+  }
+  kernels_internal::PackQuant(weight_type, cols, a->data, a->stride, a->num_tokens, static_cast<uint8_t*>(scratch));
+  a->packed = scratch;
+  a->packed_stride = kernels_internal::QuantLayoutFor(cols).stride;
+}
+
+void MatMul(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin, size_t row_end) {
+  HWY_DASSERT(row_begin <= row_end && row_end <= w.rows);
+  if (row_begin >= row_end || a.num_tokens == 0) return;
+  if (!DTypeIsQuantized(w.dtype)) {
+    kernels_internal::MatMulFloat(w, a, y, y_stride, row_begin, row_end);
+    return;
+  }
+  HWY_DASSERT(w.cols % 32 == 0);
+  if (a.packed != nullptr) {
+    kernels_internal::MatMulQuant(w, a, y, y_stride, row_begin, row_end);
+    return;
+  }
+  // Not packed by the caller: pack here (correct, but repeated for every slice).
+  thread_local std::vector<uint8_t> scratch;
+  scratch.resize(PackedActivationBytes(w.dtype, w.cols, a.num_tokens));
+  Activations packed = a;
+  PackActivations(w.dtype, w.cols, &packed, scratch.data());
+  kernels_internal::MatMulQuant(w, packed, y, y_stride, row_begin, row_end);
+}
+
+const char* KernelTargetName() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
+
+namespace {
+// Targets compiled in and supported by this CPU, best first; captured before any forcing.
+const std::vector<int64_t>& AvailableTargets() {
+  static const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  return targets;
+}
+}  // namespace
+
+std::vector<std::string> KernelTargets() {
+  std::vector<std::string> names;
+  for (int64_t t : AvailableTargets()) names.emplace_back(hwy::TargetName(t));
+  return names;
+}
+
+bool SetKernelTarget(const std::string& name) {
+  const std::vector<int64_t>& targets = AvailableTargets();
+  if (name.empty()) {
+    hwy::SetSupportedTargetsForTest(0);
+    return true;
+  }
+  for (int64_t t : targets) {
+    if (name == hwy::TargetName(t)) {
+      hwy::SetSupportedTargetsForTest(t);
+      return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace fgemma
+#endif  // HWY_ONCE

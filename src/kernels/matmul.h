@@ -12,6 +12,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "util/tensor.h"
 
@@ -39,7 +41,15 @@ void MatMul(const TensorView& w, const Activations& a, float* y, size_t y_stride
 void MatMulReference(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                      size_t row_end);
 
-// The SIMD target chosen at run time ("AVX3_SPR", "AVX2", "NEON", "EMU128", ...).
+// The SIMD target chosen at run time ("AVX3_DL", "AVX3", "AVX2", "SSE4", "NEON", "SCALAR", ...).
 const char* KernelTargetName();
+
+// Tests and benchmarks: the targets compiled into this binary that this CPU runs, best first.
+std::vector<std::string> KernelTargets();
+// Tests and benchmarks: dispatch every kernel (MatMul, PackActivations, vec.h) to the named target
+// from KernelTargets(); "" restores the automatic choice. Returns false for an unknown name. Not
+// thread-safe: call it while no kernel runs. (The packed activation layout is the same for every
+// target.)
+bool SetKernelTarget(const std::string& name);
 
 }  // namespace fgemma

@@ -1,20 +1,64 @@
+// Highway implementations of vec.h.
+#include "kernels/simd_config.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/vec.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
 #include "kernels/vec.h"
 
+HWY_BEFORE_NAMESPACE();
 namespace fgemma {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
 
-float Dot(const float* a, const float* b, size_t n) {
-  float acc[8] = {};
+float DotImpl(const float* a, const float* b, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
+  for (; i + 4 * N <= n; i += 4 * N) {
+    s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
+    s1 = hn::MulAdd(hn::LoadU(d, a + i + N), hn::LoadU(d, b + i + N), s1);
+    s2 = hn::MulAdd(hn::LoadU(d, a + i + 2 * N), hn::LoadU(d, b + i + 2 * N), s2);
+    s3 = hn::MulAdd(hn::LoadU(d, a + i + 3 * N), hn::LoadU(d, b + i + 3 * N), s3);
   }
-  float s = 0;
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i + N <= n; i += N) s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
+  float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
 }
 
-void AddScaled(float* y, const float* x, float a, size_t n) {
-  for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
+void AddScaledImpl(float* y, const float* x, float s, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const auto vs = hn::Set(d, s);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::MulAdd(vs, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, y + i);
+  for (; i < n; ++i) y[i] += s * x[i];
 }
 
+void ScaleImpl(float* y, float s, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const auto vs = hn::Set(d, s);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::Mul(vs, hn::LoadU(d, y + i)), d, y + i);
+  for (; i < n; ++i) y[i] *= s;
+}
+
+}  // namespace HWY_NAMESPACE
 }  // namespace fgemma
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace fgemma {
+HWY_EXPORT(DotImpl);
+HWY_EXPORT(AddScaledImpl);
+HWY_EXPORT(ScaleImpl);
+
+float Dot(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(DotImpl)(a, b, n); }
+void AddScaled(float* y, const float* x, float s, size_t n) { HWY_DYNAMIC_DISPATCH(AddScaledImpl)(y, x, s, n); }
+void Scale(float* y, float s, size_t n) { HWY_DYNAMIC_DISPATCH(ScaleImpl)(y, s, n); }
+}  // namespace fgemma
+#endif  // HWY_ONCE

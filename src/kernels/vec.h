@@ -1,12 +1,16 @@
-// Vector helpers for attention (TEMPORARY scalar versions; SIMD versions land with the kernels).
+// Small float32 vector helpers for the model (norms, attention), runtime-dispatched like MatMul.
+// All accept any alignment and any n (including 0).
 #pragma once
 
 #include <cstddef>
 
 namespace fgemma {
 
+// sum_i a[i] * b[i], accumulated in float32 lanes (error <= n * 2^-24 * sum |a_i b_i|).
 float Dot(const float* a, const float* b, size_t n);
-// y[i] += a * x[i]
-void AddScaled(float* y, const float* x, float a, size_t n);
+// y[i] += s * x[i]  (one fused multiply-add per element).
+void AddScaled(float* y, const float* x, float s, size_t n);
+// y[i] *= s.
+void Scale(float* y, float s, size_t n);
 
 }  // namespace fgemma

@@ -1,0 +1,129 @@
+// MatMul for float weights (f32, f16, bf16) on float32 activations, Highway for every target.
+//
+// Exactness: weights are widened to float32 exactly and multiplied-accumulated in float32 FMA lanes
+// (no rounding of activations). The only difference from MatMulReference (double accumulation) is
+// the float32 summation order, so |y - ref| <= cols * 2^-24 * sum_k |w_k x_k| (in practice ~1e-7
+// relative to that sum).
+//
+// Blocking: a tile of kRows weight rows x kTokens tokens keeps kRows*kTokens accumulators in
+// registers; each weight vector is widened once and reused across kTokens tokens (prefill), and
+// decode (one token) streams kRows rows in parallel. Horizontal sums use one transpose tree per
+// four rows (StoreSums4).
+#include "kernels/simd_config.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/matmul_float.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/matmul_internal.h"
+#include "kernels/simd_common-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace fgemma {
+namespace HWY_NAMESPACE {
+namespace {
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadWeights(DF df, const float* p) {
+  return hn::LoadU(df, p);
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadWeights(DF df, const hwy::bfloat16_t* p) {
+  const hn::Rebind<hwy::bfloat16_t, DF> dbf;
+  return hn::PromoteTo(df, hn::LoadU(dbf, p));
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadWeights(DF df, const hwy::float16_t* p) {
+  const hn::Rebind<hwy::float16_t, DF> df16;
+  return hn::PromoteTo(df, hn::LoadU(df16, p));
+}
+
+// Tile kernel: y[t][r] = dot(W row r, x_t) for a kR x kT tile, any alignment, any cols.
+template <typename WT>
+struct FloatKernel {
+  template <size_t kR, size_t kT>
+  static HWY_NOINLINE void Tile(const TileJob& job, size_t row, size_t token) {
+    const hn::ScalableTag<float> df;
+    using V = hn::Vec<decltype(df)>;
+    const size_t N = hn::Lanes(df);
+    const size_t cols = job.cols;
+    const WT* wr[kR];
+    for (size_t r = 0; r < kR; ++r) wr[r] = reinterpret_cast<const WT*>(job.row(row + r));
+    const float* xt[kT];
+    for (size_t t = 0; t < kT; ++t) xt[t] = reinterpret_cast<const float*>(job.token(token + t));
+
+    V acc[kR][kT];
+    for (size_t r = 0; r < kR; ++r) {
+      for (size_t t = 0; t < kT; ++t) acc[r][t] = hn::Zero(df);
+    }
+    size_t k = 0;
+    for (; k + N <= cols; k += N) {
+      V wv[kR];
+      for (size_t r = 0; r < kR; ++r) wv[r] = LoadWeights(df, wr[r] + k);
+      for (size_t t = 0; t < kT; ++t) {
+        const V xv = hn::LoadU(df, xt[t] + k);
+        for (size_t r = 0; r < kR; ++r) acc[r][t] = hn::MulAdd(wv[r], xv, acc[r][t]);
+      }
+    }
+    if (k < cols) {  // zero-padded tail (cols not a multiple of the vector width)
+      constexpr size_t kMaxN = HWY_MAX_BYTES / sizeof(float);
+      const size_t rem = cols - k;
+      V wv[kR];
+      for (size_t r = 0; r < kR; ++r) {
+        HWY_ALIGN WT buf[kMaxN] = {};
+        std::memcpy(buf, reinterpret_cast<const uint8_t*>(wr[r] + k), rem * sizeof(WT));
+        wv[r] = LoadWeights(df, buf);
+      }
+      for (size_t t = 0; t < kT; ++t) {
+        HWY_ALIGN float buf[kMaxN] = {};
+        std::memcpy(buf, xt[t] + k, rem * sizeof(float));
+        const V xv = hn::Load(df, buf);
+        for (size_t r = 0; r < kR; ++r) acc[r][t] = hn::MulAdd(wv[r], xv, acc[r][t]);
+      }
+    }
+    StoreTileSums<kR, kT>(df, acc, job.out(row, token), job.y_stride);
+  }
+};
+
+template <typename WT>
+void MatMulFloatT(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+                  size_t row_end) {
+  TileJob job;
+  job.w = static_cast<const uint8_t*>(w.data);
+  job.w_row_bytes = w.row_bytes();
+  job.cols = w.cols;
+  job.x = reinterpret_cast<const uint8_t*>(a.data);
+  job.x_stride = a.stride * sizeof(float);
+  job.y = y;
+  job.y_stride = y_stride;
+  TileMatMul<FloatKernel<WT>, 4, 4>(job, row_begin, row_end, a.num_tokens);
+}
+
+}  // namespace
+
+void MatMulFloatImpl(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+                     size_t row_end) {
+  switch (w.dtype) {
+    case DType::kF32: return MatMulFloatT<float>(w, a, y, y_stride, row_begin, row_end);
+    case DType::kF16: return MatMulFloatT<hwy::float16_t>(w, a, y, y_stride, row_begin, row_end);
+    case DType::kBF16: return MatMulFloatT<hwy::bfloat16_t>(w, a, y, y_stride, row_begin, row_end);
+    default: HWY_ASSERT(false);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace fgemma
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace fgemma {
+HWY_EXPORT(MatMulFloatImpl);
+
+namespace kernels_internal {
+void MatMulFloat(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+                 size_t row_end) {
+  HWY_DYNAMIC_DISPATCH(MatMulFloatImpl)(w, a, y, y_stride, row_begin, row_end);
+}
+}  // namespace kernels_internal
+}  // namespace fgemma
+#endif  // HWY_ONCE

@@ -1,0 +1,331 @@
+// MatMul against MatMulReference for every weight type, on every SIMD target this machine runs.
+//
+// Tolerances (u = 2^-24, the float32 unit roundoff):
+//   float weights:  |y - ref| <= (cols + 8) u S, S = sum_k |w_k x_k| (any float32 summation order of
+//                   cols products; +8 for the final lane tree), and the RMS of |y - ref| / S over a
+//                   case must stay below 1e-6 (typical float32 lane-accumulation error).
+//   quantized:      (1) against an exact-integer emulation built from the packed activations:
+//                       |y - emu| <= 2 (nb + 8) u sum_b |dw_b dx_b| sum_{k in b} |wq_k xq_k|
+//                       (the kernels scale partial int32 sums lane by lane, then accumulate and
+//                       reduce in float32; the scale product adds one more rounding);
+//                   (2) against the float reference: activation rounding is at most
+//                       amax_b / 254 per element, so |y - ref| <= sum_b amax_b / 254 * sum_{k in b}
+//                       |w_k| (1 + 2^-10) + (cols + 8) u S.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "kernels/matmul_internal.h"
+#include "util/float_types.h"
+
+namespace fgemma {
+namespace {
+
+constexpr double kU = 1.0 / (1 << 24);
+
+// Restores automatic dispatch when a test ends.
+class TargetTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { ASSERT_TRUE(SetKernelTarget(GetParam())); }
+  void TearDown() override { SetKernelTarget(""); }
+};
+
+std::string TargetParamName(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+
+// Random weights of `dtype`, stored `offset` bytes into an over-allocated buffer.
+struct Weights {
+  std::vector<uint8_t> storage;
+  TensorView view;
+};
+
+Weights MakeWeights(DType dtype, size_t rows, size_t cols, size_t offset, std::mt19937& rng) {
+  Weights w;
+  w.view.dtype = dtype;
+  w.view.rows = rows;
+  w.view.cols = cols;
+  w.storage.resize(w.view.bytes() + offset + 64);
+  uint8_t* p = w.storage.data() + offset;
+  w.view.data = p;
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  const size_t n = rows * cols;
+  switch (dtype) {
+    case DType::kF32:
+      for (size_t i = 0; i < n; ++i) {
+        const float v = normal(rng);
+        std::memcpy(p + 4 * i, &v, 4);
+      }
+      break;
+    case DType::kF16:
+    case DType::kBF16:
+      for (size_t i = 0; i < n; ++i) {
+        const float v = normal(rng);
+        const uint16_t h = dtype == DType::kF16 ? F32ToF16(v) : F32ToBf16(v);
+        std::memcpy(p + 2 * i, &h, 2);
+      }
+      break;
+    case DType::kQ8_0:
+    case DType::kQ4_0: {  // any scale sign, every quant value (including q8_0's -128)
+      const size_t block_bytes = DTypeBlockBytes(dtype);
+      for (size_t blk = 0; blk < n / 32; ++blk) {
+        uint8_t* b = p + blk * block_bytes;
+        const uint16_t h = F32ToF16(scale(rng));
+        std::memcpy(b, &h, 2);
+        for (size_t i = 2; i < block_bytes; ++i) b[i] = static_cast<uint8_t>(byte(rng));
+      }
+      break;
+    }
+  }
+  return w;
+}
+
+// Activations with `offset` floats of misalignment and `stride` >= cols; a few large outliers
+// like real hidden states.
+struct Inputs {
+  std::vector<float> storage;
+  Activations a;
+};
+
+Inputs MakeInputs(size_t num_tokens, size_t cols, size_t stride, size_t offset, std::mt19937& rng) {
+  Inputs in;
+  in.storage.assign(num_tokens * stride + offset + 16, std::nanf(""));  // padding must never be read
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> outlier(0, 63);
+  float* x = in.storage.data() + offset;
+  for (size_t t = 0; t < num_tokens; ++t) {
+    for (size_t k = 0; k < cols; ++k) x[t * stride + k] = normal(rng) * (outlier(rng) == 0 ? 30.0f : 1.0f);
+  }
+  in.a.data = x;
+  in.a.stride = stride;
+  in.a.num_tokens = num_tokens;
+  return in;
+}
+
+struct Case {
+  DType dtype;
+  size_t rows, cols, tokens;
+  size_t row_begin, row_end;
+  size_t w_offset = 0, x_offset = 0, x_extra = 0, y_offset = 0, y_extra = 0;
+  bool pack = true;
+};
+
+std::string Describe(const Case& c) {
+  return std::string(DTypeName(c.dtype)) + " rows=" + std::to_string(c.rows) + " cols=" + std::to_string(c.cols) +
+         " tokens=" + std::to_string(c.tokens) + " slice=[" + std::to_string(c.row_begin) + "," +
+         std::to_string(c.row_end) + ") target=" + KernelTargetName();
+}
+
+// Exact-integer emulation of the quantized kernels from the packed activations; *abs_sum gets
+// sum_b |dw_b dx_b| sum_k |wq_k xq_k|, the scale of its float rounding errors.
+double QuantEmulation(const TensorView& w, const uint8_t* rec, size_t r, double* abs_sum) {
+  const kernels_internal::QuantLayout layout = kernels_internal::QuantLayoutFor(w.cols);
+  const uint8_t* row = w.row(r);
+  const size_t bb = DTypeBlockBytes(w.dtype);
+  double sum = 0;
+  *abs_sum = 0;
+  for (size_t b = 0; b < layout.blocks; ++b) {
+    uint16_t h;
+    std::memcpy(&h, row + b * bb, 2);
+    float dx;
+    std::memcpy(&dx, rec + layout.d8_offset + b * 32, 4);
+    int64_t dot = 0, abs_dot = 0;
+    for (size_t i = 0; i < 32; ++i) {
+      int wq;
+      if (w.dtype == DType::kQ8_0) {
+        wq = static_cast<int8_t>(row[b * bb + 2 + i]);
+      } else {
+        const uint8_t byte = row[b * bb + 2 + i % 16];
+        wq = (i < 16 ? byte & 15 : byte >> 4) - 8;
+      }
+      const int64_t p = static_cast<int64_t>(wq) * static_cast<int8_t>(rec[b * 32 + i]);
+      dot += p;
+      abs_dot += p < 0 ? -p : p;
+    }
+    const double scale = static_cast<double>(F16ToF32(h)) * dx;
+    sum += scale * static_cast<double>(dot);
+    *abs_sum += std::fabs(scale) * static_cast<double>(abs_dot);
+  }
+  return sum;
+}
+
+void RunCase(const Case& c, std::mt19937& rng) {
+  SCOPED_TRACE(Describe(c));
+  const Weights w = MakeWeights(c.dtype, c.rows, c.cols, c.w_offset, rng);
+  Inputs in = MakeInputs(c.tokens, c.cols, c.cols + c.x_extra, c.x_offset, rng);
+  std::vector<uint8_t> scratch;
+  if (c.pack) {
+    scratch.resize(PackedActivationBytes(c.dtype, c.cols, c.tokens));
+    PackActivations(c.dtype, c.cols, &in.a, scratch.data());
+  }
+  const size_t y_stride = c.rows + c.y_extra;
+  const float kSentinel = -12345.0f;
+  std::vector<float> y_store(c.tokens * y_stride + c.y_offset + 4, kSentinel);
+  float* y = y_store.data() + c.y_offset;
+  MatMul(w.view, in.a, y, y_stride, c.row_begin, c.row_end);
+
+  std::vector<float> ref(c.tokens * c.rows, 0.0f);
+  MatMulReference(w.view, in.a, ref.data(), c.rows, c.row_begin, c.row_end);
+
+  // Quantized cases compare against the packed activations they ran on (packing them here when
+  // MatMul packed internally).
+  std::vector<uint8_t> own_pack;
+  const uint8_t* packed = static_cast<const uint8_t*>(in.a.packed);
+  if (DTypeIsQuantized(c.dtype) && packed == nullptr) {
+    Activations tmp = in.a;
+    own_pack.resize(PackedActivationBytes(c.dtype, c.cols, c.tokens));
+    PackActivations(c.dtype, c.cols, &tmp, own_pack.data());
+    packed = own_pack.data();
+  }
+  const size_t packed_stride = kernels_internal::QuantLayoutFor(c.cols).stride;
+
+  std::vector<float> row(c.cols);
+  double rel_sq = 0;
+  size_t count = 0;
+  for (size_t r = 0; r < c.rows; ++r) {
+    const bool inside = r >= c.row_begin && r < c.row_end;
+    if (inside) DequantizeRow(w.view, r, row.data());
+    for (size_t t = 0; t < c.tokens; ++t) {
+      const float got = y[t * y_stride + r];
+      if (!inside) {
+        ASSERT_EQ(got, kSentinel) << "wrote outside the slice at r=" << r << " t=" << t;
+        continue;
+      }
+      const float* x = in.a.data + t * in.a.stride;
+      double s = 0, quant_bound = 0;
+      for (size_t k = 0; k < c.cols; ++k) s += std::fabs(static_cast<double>(row[k]) * x[k]);
+      const double float_bound = (c.cols + 8) * kU * s + 1e-30;
+      const double want = ref[t * c.rows + r];
+      if (!DTypeIsQuantized(c.dtype)) {
+        ASSERT_LE(std::fabs(got - want), float_bound) << "r=" << r << " t=" << t << " want=" << want;
+        rel_sq += (got - want) * (got - want) / (s * s + 1e-300);
+        ++count;
+        continue;
+      }
+      double emu_abs = 0;
+      const double emu = QuantEmulation(w.view, packed + t * packed_stride, r, &emu_abs);
+      const size_t nb = c.cols / 32;
+      ASSERT_LE(std::fabs(got - emu), 2 * (nb + 8) * kU * emu_abs + 1e-30)
+          << "vs integer emulation r=" << r << " t=" << t << " emu=" << emu;
+      for (size_t b = 0; b < nb; ++b) {
+        double amax = 0, wabs = 0;
+        for (size_t k = b * 32; k < b * 32 + 32; ++k) {
+          amax = std::max(amax, std::fabs(static_cast<double>(x[k])));
+          wabs += std::fabs(row[k]);
+        }
+        quant_bound += amax / 254.0 * wabs * (1 + 1.0 / 1024);
+      }
+      ASSERT_LE(std::fabs(got - want), quant_bound + float_bound) << "vs float reference r=" << r << " t=" << t;
+    }
+  }
+  if (count > 0) EXPECT_LT(std::sqrt(rel_sq / count), 1e-6);
+}
+
+const DType kAllTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+
+TEST_P(TargetTest, ShapesAllTypes) {
+  std::mt19937 rng(1234);
+  const size_t float_cols[] = {32, 33, 47, 64, 100, 255, 640, 1000, 2048};
+  const size_t quant_cols[] = {32, 64, 96, 160, 640, 1024, 2048};
+  const std::pair<size_t, size_t> rows_tokens[] = {{1, 1}, {3, 2},  {4, 4},  {5, 3},  {8, 1},   {17, 5},
+                                                   {33, 9}, {67, 7}, {16, 8}, {19, 64}, {9, 67}, {2, 6}};
+  for (DType dtype : kAllTypes) {
+    const bool quant = DTypeIsQuantized(dtype);
+    for (size_t cols : quant ? std::vector<size_t>(std::begin(quant_cols), std::end(quant_cols))
+                             : std::vector<size_t>(std::begin(float_cols), std::end(float_cols))) {
+      for (auto [rows, tokens] : rows_tokens) {
+        if (cols >= 1024 && rows * tokens > 200) continue;  // keep the reference cheap
+        Case c{dtype, rows, cols, tokens, 0, rows};
+        RunCase(c, rng);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_P(TargetTest, SlicesMisalignmentStrides) {
+  std::mt19937 rng(99);
+  for (DType dtype : kAllTypes) {
+    const size_t cols = DTypeIsQuantized(dtype) ? 192 : 77;
+    const std::pair<size_t, size_t> slices[] = {{5, 43}, {13, 14}, {0, 67}, {16, 32}, {66, 67}, {3, 10}};
+    size_t i = 0;
+    for (auto [rb, re] : slices) {
+      for (size_t tokens : {1, 4, 9}) {
+        ++i;
+        Case c{dtype, 67, cols, tokens, rb, re};
+        c.w_offset = i % 4;  // bytes
+        c.x_offset = (i + 1) % 4;  // floats
+        c.x_extra = i % 3 == 0 ? 0 : 5 + i;
+        c.y_offset = (i + 2) % 4;
+        c.y_extra = i % 2 == 0 ? 0 : 3;
+        c.pack = i % 5 != 0;  // sometimes leave packing to MatMul
+        RunCase(c, rng);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_P(TargetTest, PackActivationsQuantizes) {
+  std::mt19937 rng(7);
+  const size_t cols = 96, tokens = 3;
+  Inputs in = MakeInputs(tokens, cols, cols + 3, 1, rng);
+  in.storage[1 + 32] = 0.0f;  // a block of zeros must give d = 0, q = 0
+  for (size_t k = 32; k < 64; ++k) in.storage[1 + k] = 0.0f;
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0}) {
+    std::vector<uint8_t> scratch(PackedActivationBytes(dtype, cols, tokens));
+    Activations a = in.a;
+    PackActivations(dtype, cols, &a, scratch.data());
+    const kernels_internal::QuantLayout layout = kernels_internal::QuantLayoutFor(cols);
+    ASSERT_EQ(a.packed_stride, layout.stride);
+    const int32_t factor = kernels_internal::QuantCorrectionFactor(dtype);
+    for (size_t t = 0; t < tokens; ++t) {
+      const uint8_t* rec = scratch.data() + t * layout.stride;
+      for (size_t b = 0; b < layout.blocks; ++b) {
+        const float* x = a.data + t * a.stride + b * 32;
+        float amax = 0;
+        for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+        for (size_t j = 0; j < 8; ++j) {
+          float d;
+          int32_t corr;
+          std::memcpy(&d, rec + layout.d8_offset + (b * 8 + j) * 4, 4);
+          std::memcpy(&corr, rec + layout.corr_offset + (b * 8 + j) * 4, 4);
+          ASSERT_EQ(d, amax / 127.0f);
+          int32_t group = 0;
+          for (size_t i = 4 * j; i < 4 * j + 4; ++i) {
+            const int q = static_cast<int8_t>(rec[b * 32 + i]);
+            const float exact = amax > 0 ? x[i] * (127.0f / amax) : 0.0f;
+            ASSERT_LE(std::fabs(q - exact), 0.5f + 1e-5f) << "t=" << t << " k=" << b * 32 + i;
+            ASSERT_LE(std::abs(q), 127);
+            group += q;
+          }
+          ASSERT_EQ(corr, -factor * group);
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, TargetTest, ::testing::ValuesIn(KernelTargets()), TargetParamName);
+
+TEST(KernelTargets, BestTargetIsChosenAndListed) {
+  const std::vector<std::string> targets = KernelTargets();
+  ASSERT_FALSE(targets.empty());
+  EXPECT_EQ(targets.front(), KernelTargetName());
+  EXPECT_FALSE(SetKernelTarget("NO_SUCH_TARGET"));
+  for (const std::string& t : targets) {
+    ASSERT_TRUE(SetKernelTarget(t));
+    EXPECT_EQ(t, KernelTargetName());
+  }
+  ASSERT_TRUE(SetKernelTarget(""));
+  EXPECT_EQ(targets.front(), KernelTargetName());
+}
+
+}  // namespace
+}  // namespace fgemma

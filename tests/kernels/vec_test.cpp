@@ -1,0 +1,71 @@
+// vec.h helpers on every SIMD target. Tolerance for Dot: n * 2^-24 * sum |a_i b_i| (any float32
+// summation order); AddScaled and Scale are one rounding per element, exact up to FMA vs mul+add.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "kernels/vec.h"
+
+namespace fgemma {
+namespace {
+
+class VecTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { ASSERT_TRUE(SetKernelTarget(GetParam())); }
+  void TearDown() override { SetKernelTarget(""); }
+};
+
+std::vector<float> Random(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& f : v) f = normal(rng);
+  return v;
+}
+
+const size_t kSizes[] = {0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 100, 256, 1000, 2048};
+
+TEST_P(VecTest, Dot) {
+  std::mt19937 rng(5);
+  for (size_t n : kSizes) {
+    for (size_t offset = 0; offset < 3; ++offset) {
+      const std::vector<float> a = Random(n + offset, rng), b = Random(n + 1, rng);
+      double want = 0, abs_sum = 0;
+      for (size_t i = 0; i < n; ++i) {
+        want += static_cast<double>(a[i + offset]) * b[i + 1];
+        abs_sum += std::fabs(static_cast<double>(a[i + offset]) * b[i + 1]);
+      }
+      const float got = Dot(a.data() + offset, b.data() + 1, n);
+      EXPECT_LE(std::fabs(got - want), (n + 8) * abs_sum / (1 << 24) + 1e-30) << "n=" << n;
+    }
+  }
+}
+
+TEST_P(VecTest, AddScaledAndScale) {
+  std::mt19937 rng(6);
+  for (size_t n : kSizes) {
+    const std::vector<float> x = Random(n + 2, rng), y0 = Random(n + 2, rng);
+    std::vector<float> y = y0;
+    AddScaled(y.data() + 1, x.data() + 2, 0.37f, n);
+    for (size_t i = 0; i < n + 2; ++i) {
+      if (i == 0 || i > n) {
+        EXPECT_EQ(y[i], y0[i]) << "wrote outside at " << i;
+      } else {
+        const float want = std::fma(0.37f, x[i + 1], y0[i]);
+        EXPECT_NEAR(y[i], want, 2e-7f * (std::fabs(want) + std::fabs(0.37f * x[i + 1]))) << i;
+      }
+    }
+    std::vector<float> z = y0;
+    Scale(z.data() + 1, -1.5f, n);
+    for (size_t i = 0; i < n + 2; ++i) EXPECT_EQ(z[i], (i == 0 || i > n) ? y0[i] : y0[i] * -1.5f) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, VecTest, ::testing::ValuesIn(KernelTargets()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace fgemma
