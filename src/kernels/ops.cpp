@@ -67,8 +67,4 @@ void AddInPlace(float* y, const float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
-void Scale(float* x, float s, size_t n) {
-  for (size_t i = 0; i < n; ++i) x[i] *= s;
-}
-
 }  // namespace fgemma

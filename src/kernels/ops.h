@@ -29,7 +29,4 @@ void Softmax(float* x, size_t n);
 // y[i] += x[i]
 void AddInPlace(float* y, const float* x, size_t n);
 
-// x[i] *= s
-void Scale(float* x, float s, size_t n);
-
 }  // namespace fgemma

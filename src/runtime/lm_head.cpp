@@ -38,12 +38,14 @@ void LmHead::Compute(const float* hidden, HeadRequest& req, ThreadPool& pool) {
   if (!packed_.empty()) PackActivations(E.dtype, E.cols, &a, packed_.data());
   for (auto& b : best_) b = {-std::numeric_limits<float>::infinity(), std::numeric_limits<int32_t>::max()};
 
+  const uint64_t* mask = req.allowed_mask;
   auto finish = [&](float* logits, size_t count, size_t id_base, const int32_t* ids, int thread) {
     Best& best = best_[static_cast<size_t>(thread)];
     for (size_t i = 0; i < count; ++i) {
       float v = logits[i];
       if (cap > 0) logits[i] = v = cap * std::tanh(v / cap);
       const int32_t id = ids ? ids[i] : static_cast<int32_t>(id_base + i);
+      if (mask && !(mask[static_cast<uint32_t>(id) >> 6] >> (id & 63) & 1)) continue;
       if (Better(v, id, best.value, best.id)) best = {v, id};
     }
   };

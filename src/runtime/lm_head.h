@@ -19,6 +19,9 @@ struct HeadRequest {
   size_t index = 0;                      // token index within the evaluated batch
   std::span<const int32_t> candidates;   // empty: whole vocabulary
   float* logits = nullptr;               // optional out: vocab_size (or candidates.size()) floats
+  // Optional bitmap over the vocabulary (bit id%64 of word id/64): argmax considers only set ids.
+  // Logits are still computed (and returned) for every row.
+  const uint64_t* allowed_mask = nullptr;
   // Results:
   int32_t argmax = -1;                   // best token id (ties: lowest id, like torch.argmax)
   float max_logit = 0;
