@@ -1,11 +1,12 @@
 // Reference conversions of float32 rows into the storage types of util/tensor.h, bit-exact with the
 // tools that produce GGUF files:
 //   Q8_0: per block of 32, d = max|x| / 127 (float32), q = round-half-away(x * (1/d)), d stored as f16.
-//         Identical to ggml's quantize_row_q8_0_ref and gguf-py.
-//   Q4_0: per block of 32, m = the element of largest magnitude (first one on ties), d = m / -8,
-//         q = min(15, trunc(x * (1/d) + 8.5)) with x * (1/d) + 8.5 rounded once to float32 (as ggml's
-//         quantize_row_q4_0_ref computes it when the compiler fuses the multiply-add, and exactly as
-//         gguf-py computes it), d stored as f16.
+//         Identical to ggml's quantize_row_q8_0_ref and gguf-py
+//         (d = 0 and q = 0 for a zero block).
+//   Q4_0: per block of 32, m = the element of largest magnitude (the first on ties), d = m / -8,
+//         q = min(15, trunc(fl(fl(x * (1/d)) + 8.5f))) with both operations rounded to float32 (ggml's
+//         quantize_row_q4_0_ref built without FMA contraction, which is what the fixtures hold; a
+//         fused multiply-add differs on ~0.06% of values), d stored as f16 (-0.0 for a zero block).
 //   F16 / BF16: round to nearest, ties to even.
 // All functions take `n` values (a multiple of 32 for the block types) and write RowBytes(type, n)
 // bytes; `n` is checked only by QuantizeRow.
