@@ -1,9 +1,11 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "io/safetensors.h"
+#include "model/model_gguf.h"
 #include "util/mapped_file.h"
 
 namespace fgemma {
@@ -160,8 +162,7 @@ Result<std::unique_ptr<Model>> LoadSafetensors(const std::string& path) {
 
 Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
   if (!FileExists(path)) return NotFound(path + ": no such file or directory");
-  if (EndsWith(path, ".gguf")) return Unsupported(path + ": GGUF loading is not built in yet");
-  auto model = LoadSafetensors(path);
+  auto model = EndsWith(path, ".gguf") ? LoadGgufModel(path) : LoadSafetensors(path);
   if (!model.ok()) return model.status().WithContext("loading " + path);
   return model;
 }
