@@ -1,0 +1,83 @@
+// fgemma render: prints the exact FunctionGemma prompt for a request, as the official chat template
+// rendered by Hugging Face's apply_chat_template would produce it.
+#include <cstdio>
+
+#include "chat/render.h"
+#include "chat/request.h"
+#include "chat/template_id.h"
+#include "command.h"
+#include "util/mapped_file.h"
+
+namespace fgemma::cli {
+namespace {
+
+struct RenderArgs {
+  std::string request, model, chat_template, bos = "<bos>";
+  bool no_generation_prompt = false;
+  bool raw = false;
+};
+
+// The template kind of a --chat-template file: a .jinja file, or a JSON file with `chat_template`
+// (tokenizer_config.json).
+Result<TemplateKind> TemplateKindOf(const std::string& path) {
+  FGEMMA_TRY(std::string text, ReadFileToString(path));
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
+    FGEMMA_TRY(OrderedJson config, ParseOrderedJson(text, path));
+    auto it = config.find("chat_template");
+    if (it == config.end() || !it->is_string()) return InvalidArgument(path + ": no string 'chat_template'");
+    text = it->get<std::string>();
+  }
+  auto kind = IdentifyChatTemplate(text);
+  if (!kind.ok()) return kind.status().WithContext(path);
+  return kind;
+}
+
+int RunRender(const RenderArgs& a) {
+  // --model is accepted for forward compatibility; the model's template will select the kind.
+  RenderOptions options;
+  options.bos = a.bos;
+  if (!a.chat_template.empty()) {
+    auto kind = TemplateKindOf(a.chat_template);
+    if (!kind.ok()) return Fail(kind.status().ToString());
+    options.template_kind = *kind;
+  }
+  auto text = ReadFileToString(a.request);
+  if (!text.ok()) return Fail(text.status().ToString());
+  Result<std::string> prompt = std::string();
+  if (a.raw) {
+    auto body = ParseOrderedJson(*text, a.request);
+    if (!body.ok()) return Fail(body.status().ToString());
+    if (!body->is_object()) return Fail(a.request + ": must be a JSON object");
+    options.add_generation_prompt = body->value("add_generation_prompt", true) && !a.no_generation_prompt;
+    auto parts = RenderTemplateJson(body->value("tools", OrderedJson()), body->value("messages", OrderedJson()), options);
+    if (!parts.ok()) return Fail(parts.status().WithContext(a.request).ToString());
+    prompt = parts->prefix + parts->remainder;
+  } else {
+    auto request = ParseChatRequestText(*text, a.request);
+    if (!request.ok()) return Fail(request.status().ToString());
+    for (const auto& w : request->warnings) std::fprintf(stderr, "fgemma: warning: %s\n", w.c_str());
+    options.add_generation_prompt = request->add_generation_prompt && !a.no_generation_prompt;
+    prompt = RenderPrompt(*request, options);
+    if (!prompt.ok()) return Fail(prompt.status().WithContext(a.request).ToString());
+  }
+  if (std::fwrite(prompt->data(), 1, prompt->size(), stdout) != prompt->size()) return Fail("writing the prompt failed");
+  return std::fflush(stdout) == 0 ? 0 : Fail("writing the prompt failed");
+}
+
+CommandRegistration reg(50, [](CLI::App& app) -> std::function<int()> {
+  auto a = std::make_shared<RenderArgs>();
+  auto* cmd = app.add_subcommand("render", "Print the exact FunctionGemma prompt for a request (no trailing newline added)");
+  cmd->add_option("--request", a->request,
+                  "JSON file: {tools, messages, add_generation_prompt?} or an OpenAI chat-completions body")
+      ->required();
+  cmd->add_flag("--no-generation-prompt", a->no_generation_prompt, "omit the trailing '<start_of_turn>model\\n'");
+  cmd->add_option("--model", a->model, "model path (accepted; its chat template is not read yet)");
+  cmd->add_option("--chat-template", a->chat_template,
+                  "check a chat template (.jinja, or tokenizer_config.json) and render as it would");
+  cmd->add_option("--bos", a->bos, "text of the BOS token (default '<bos>'; '' when the tokenizer adds it)");
+  cmd->add_flag("--raw", a->raw, "render tools/messages as given, without validating the request");
+  return [a] { return RunRender(*a); };
+});
+
+}  // namespace
+}  // namespace fgemma::cli
