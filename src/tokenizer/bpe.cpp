@@ -3,11 +3,15 @@
 #include <algorithm>
 
 #include "tokenizer/utf8.h"
+#include "tokenizer/word_cache.h"
 
 namespace fgemma::tokenizer_internal {
 namespace {
 
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // "▁"
+constexpr char32_t kSpaceMarkerCp = 0x2581;
+// Words up to this many symbols are merged by scanning; the scan is O(n^2) but n is tiny.
+constexpr size_t kScanWordLimit = 32;
 
 // Hugging Face's Replace(" ", "▁") and Prepend("▁") normalizers.
 std::string_view Normalize(const TokenizerModel& m, std::string_view raw, std::string& buffer) {
@@ -30,33 +34,63 @@ void PushSymbol(BpeWorkspace& ws, int32_t id) {
   ws.symbols.push_back({id, index - 1, index + 1});
 }
 
-// One symbol per character; characters outside the vocabulary (and bytes that are not part of a
-// well-formed character) become one byte token per byte, which no merge ever joins.
-void SplitCharacters(const TokenizerModel& m, std::string_view text, BpeWorkspace& ws) {
+// One symbol per character of a word; characters outside the vocabulary (and bytes that are not part
+// of a well-formed character) become one byte token per byte, which no merge ever joins.
+void SplitCharacters(const TokenizerModel& m, std::string_view word, BpeWorkspace& ws) {
   ws.symbols.clear();
-  for (size_t pos = 0; pos < text.size();) {
-    const auto lead = static_cast<uint8_t>(text[pos]);
-    if (lead < 0x80) {
-      const int32_t id = m.ascii_ids[lead];
-      PushSymbol(ws, id >= 0 ? id : m.byte_ids[lead]);
-      ++pos;
-      continue;
-    }
-    const size_t len = Utf8CharLength(text, pos);
+  for (size_t pos = 0; pos < word.size();) {
+    const auto lead = static_cast<uint8_t>(word[pos]);
+    const size_t len = lead < 0x80 ? 1 : Utf8CharLength(word, pos);
     if (len == 0) {
       PushSymbol(ws, m.byte_ids[lead]);
       ++pos;
       continue;
     }
-    const int32_t id = m.Find(text.substr(pos, len));
+    const char32_t cp = len == 1 ? lead : Utf8Decode(word, pos, len);
+    const int32_t id = cp < 0x10000 ? m.bmp_ids[cp] : m.Find(word.substr(pos, len));
     if (id >= 0 && m.BpeUsable(id)) {
       PushSymbol(ws, id);
     } else {
-      for (size_t i = 0; i < len; ++i) PushSymbol(ws, m.byte_ids[static_cast<uint8_t>(text[pos + i])]);
+      for (size_t i = 0; i < len; ++i) PushSymbol(ws, m.byte_ids[static_cast<uint8_t>(word[pos + i])]);
     }
     pos += len;
   }
-  if (!ws.symbols.empty()) ws.symbols.back().next = -1;
+}
+
+constexpr uint32_t kNoMerge = UINT32_MAX;
+
+// Short words: ids in a small array, the best pair found by scanning (lowest rank, leftmost).
+void MergeByScan(const TokenizerModel& m, const BpeWorkspace::Symbol* symbols, size_t n, std::vector<int32_t>& out) {
+  int32_t ids[kScanWordLimit];
+  uint32_t rank[kScanWordLimit];
+  int32_t result[kScanWordLimit];
+  for (size_t i = 0; i < n; ++i) ids[i] = symbols[i].id;
+  auto score = [&](size_t i) {
+    const Merge* merge = m.merges.Find(ids[i], ids[i + 1]);
+    rank[i] = merge ? merge->rank : kNoMerge;
+    result[i] = merge ? merge->result : -1;
+  };
+  for (size_t i = 0; i + 1 < n; ++i) m.merges.Prefetch(ids[i], ids[i + 1]);
+  for (size_t i = 0; i + 1 < n; ++i) score(i);
+  while (n > 1) {
+    size_t best = 0;
+    for (size_t i = 1; i + 1 < n; ++i) {
+      if (rank[i] < rank[best]) best = i;
+    }
+    if (rank[best] == kNoMerge) break;
+    ids[best] = result[best];
+    for (size_t i = best + 1; i + 1 < n; ++i) {
+      ids[i] = ids[i + 1];
+      rank[i] = rank[i + 1];
+      result[i] = result[i + 1];
+    }
+    --n;
+    if (best > 0) m.merges.Prefetch(ids[best - 1], ids[best]);
+    if (best + 1 < n) m.merges.Prefetch(ids[best], ids[best + 1]);
+    if (best > 0) score(best - 1);
+    if (best + 1 < n) score(best);
+  }
+  out.insert(out.end(), ids, ids + n);
 }
 
 bool Later(const BpeWorkspace::Candidate& a, const BpeWorkspace::Candidate& b) { return a.order > b.order; }
@@ -73,15 +107,13 @@ void PushCandidate(const TokenizerModel& m, BpeWorkspace& ws, int32_t left) {
   std::push_heap(ws.heap.begin(), ws.heap.end(), Later);
 }
 
-void MergeAll(const TokenizerModel& m, BpeWorkspace& ws) {
+// Long words: symbols [begin, end) as a linked list, candidate pairs in a heap.
+void MergeByHeap(const TokenizerModel& m, BpeWorkspace& ws, int32_t begin, int32_t end, std::vector<int32_t>& out) {
   auto& symbols = ws.symbols;
+  symbols[begin].prev = -1;
+  symbols[end - 1].next = -1;
   ws.heap.clear();
-  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) {
-    const Merge* merge = m.merges.Find(symbols[i].id, symbols[i + 1].id);
-    if (merge != nullptr)
-      ws.heap.push_back({(uint64_t{merge->rank} << 32) | static_cast<uint32_t>(i), symbols[i].id, symbols[i + 1].id, merge->result});
-  }
-  std::make_heap(ws.heap.begin(), ws.heap.end(), Later);
+  for (int32_t i = begin; i + 1 < end; ++i) PushCandidate(m, ws, i);
   while (!ws.heap.empty()) {
     std::pop_heap(ws.heap.begin(), ws.heap.end(), Later);
     const BpeWorkspace::Candidate c = ws.heap.back();
@@ -100,6 +132,23 @@ void MergeAll(const TokenizerModel& m, BpeWorkspace& ws) {
     if (symbols[left].prev >= 0) PushCandidate(m, ws, symbols[left].prev);
     PushCandidate(m, ws, left);
   }
+  for (int32_t i = begin; i >= 0; i = symbols[i].next) out.push_back(symbols[i].id);
+}
+
+void EncodeWord(const TokenizerModel& m, std::string_view word, BpeWorkspace& ws, WordCache& cache,
+                std::vector<int32_t>& out) {
+  const bool cacheable = word.size() <= WordCache::kMaxWordBytes;
+  const uint64_t hash = cacheable ? WordCache::Hash(word) : 0;
+  if (cacheable && cache.Lookup(word, hash, out)) return;
+  const size_t first = out.size();
+  SplitCharacters(m, word, ws);
+  const auto n = static_cast<int32_t>(ws.symbols.size());
+  if (static_cast<size_t>(n) <= kScanWordLimit) {
+    MergeByScan(m, ws.symbols.data(), n, out);
+  } else {
+    MergeByHeap(m, ws, 0, n, out);
+  }
+  if (cacheable) cache.Insert(word, hash, out.data() + first, out.size() - first);
 }
 
 }  // namespace
@@ -114,9 +163,28 @@ void EncodeStretch(const TokenizerModel& m, std::string_view raw, BpeWorkspace& 
       return;
     }
   }
-  SplitCharacters(m, text, ws);
-  MergeAll(m, ws);
-  for (int32_t i = 0; i >= 0; i = ws.symbols[i].next) out.push_back(ws.symbols[i].id);
+  WordCache& cache = WordCache::ForThread(m.instance_id);
+  // Cut before each "▁" that follows a character no token joins to a "▁" (see bpe.h).
+  size_t word_start = 0;
+  char32_t prev = kSpaceMarkerCp;
+  for (size_t pos = 0; pos < text.size();) {
+    const auto lead = static_cast<uint8_t>(text[pos]);
+    const size_t len = lead < 0x80 ? 1 : Utf8CharLength(text, pos);
+    if (len == 0) {
+      prev = 0x80000000u | lead;  // how bridge_chars spells a stray byte
+      ++pos;
+      continue;
+    }
+    const char32_t cp = len == 1 ? lead : Utf8Decode(text, pos, len);
+    if (cp == kSpaceMarkerCp && prev != kSpaceMarkerCp && pos > word_start &&
+        !std::binary_search(m.bridge_chars.begin(), m.bridge_chars.end(), prev)) {
+      EncodeWord(m, text.substr(word_start, pos - word_start), ws, cache, out);
+      word_start = pos;
+    }
+    prev = cp;
+    pos += len;
+  }
+  EncodeWord(m, text.substr(word_start), ws, cache, out);
 }
 
 }  // namespace fgemma::tokenizer_internal

@@ -1,7 +1,12 @@
 // BPE over one stretch of text lying between added tokens: normalization (" " -> "▁", optional "▁"
-// prefix), splitting into characters with byte fallback, and merging lowest rank first. Each merge
-// costs O(log n) through a heap of candidate pairs over a linked list of symbols, so long stretches
-// (a 100 KB line without added tokens) stay O(n log n).
+// prefix), splitting into characters with byte fallback, and merging lowest rank first.
+//
+// The stretch is first cut into words before each "▁" that no token can join to the preceding
+// character (TokenizerModel::bridge_chars), which cannot change the result: a merge across the cut
+// would build a token containing that character followed by "▁". Short words are merged by scanning
+// their few pairs; long ones (text without spaces) through a heap of candidate pairs over a linked
+// list, O(log n) per merge, so no input is quadratic. Words of up to 255 bytes are remembered in a
+// bounded per-thread cache (word_cache.h).
 #pragma once
 
 #include <cstdint>

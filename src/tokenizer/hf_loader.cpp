@@ -11,6 +11,7 @@
 // is encoded as plain text.
 #include "tokenizer/hf_loader.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "tokenizer/json_scanner.h"
@@ -72,8 +73,9 @@ Status ReadMerges(JsonScanner& s, RawTokenizerJson& raw) {
   s.set_field("model.merges");
   raw.merge_offsets.reserve(3 * 600000);
   std::string part;
-  return s.ForEachElement([&](size_t index) -> Status {
-    s.set_field("model.merges[" + std::to_string(index) + "]");
+  // Errors inside name the byte offset; building "model.merges[i]" per element would cost more than
+  // reading it.
+  return s.ForEachElement([&](size_t) -> Status {
     raw.merge_offsets.push_back(static_cast<uint32_t>(raw.merge_text.size()));
     if (s.Peek() == '"') {
       FGEMMA_RETURN_IF_ERROR(s.ReadString(part));
@@ -283,23 +285,34 @@ Status BuildMerges(const RawTokenizerJson& raw, const std::string& what, Tokeniz
   const size_t count = raw.merge_offsets.size() / 3;
   if (count > UINT32_MAX) return OutOfRange(what + ": model.merges has too many entries");
   m.merges.Reserve(count);
-  std::string joined;
-  for (size_t i = 0; i < count; ++i) {
-    const uint32_t* o = &raw.merge_offsets[3 * i];
-    const std::string_view left(raw.merge_text.data() + o[0], o[1] - o[0]);
-    const std::string_view right(raw.merge_text.data() + o[1], o[2] - o[1]);
-    joined.assign(left).append(right);
-    const int32_t l = m.Find(left), r = m.Find(right), result = m.Find(joined);
-    auto missing = [&](std::string_view s) {
-      return CorruptFile(what + ": model.merges[" + std::to_string(i) + "]: \"" + std::string(s) + "\" is not in model.vocab");
-    };
-    if (l < 0) return missing(left);
-    if (r < 0) return missing(right);
-    if (result < 0) return missing(joined);
-    // Merges may only build tokens that text is allowed to produce (see TokenizerModel::BpeUsable);
-    // FunctionGemma has none outside that set.
-    if (!m.BpeUsable(l) || !m.BpeUsable(r) || !m.BpeUsable(result)) continue;
-    m.merges.Set(l, r, Merge{static_cast<uint32_t>(i), result});  // a repeated pair keeps its last rank, as in HF
+  constexpr size_t kBatch = 128;
+  std::string_view queries[3 * kBatch];
+  int32_t ids[3 * kBatch];
+  for (size_t base = 0; base < count; base += kBatch) {
+    const size_t n = std::min(kBatch, count - base);
+    for (size_t i = 0; i < n; ++i) {
+      // Left and right are stored back to back, so the joined string is the span over both.
+      const uint32_t* o = &raw.merge_offsets[3 * (base + i)];
+      queries[3 * i] = std::string_view(raw.merge_text.data() + o[0], o[1] - o[0]);
+      queries[3 * i + 1] = std::string_view(raw.merge_text.data() + o[1], o[2] - o[1]);
+      queries[3 * i + 2] = std::string_view(raw.merge_text.data() + o[0], o[2] - o[0]);
+    }
+    m.FindMany(queries, 3 * n, ids);
+    for (size_t i = 0; i < n; ++i) {
+      if (ids[3 * i] >= 0 && ids[3 * i + 1] >= 0) m.merges.Prefetch(ids[3 * i], ids[3 * i + 1]);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      for (int k = 0; k < 3; ++k) {
+        if (ids[3 * i + k] < 0)
+          return CorruptFile(what + ": model.merges[" + std::to_string(base + i) + "]: \"" + std::string(queries[3 * i + k]) +
+                             "\" is not in model.vocab");
+      }
+      const int32_t l = ids[3 * i], r = ids[3 * i + 1], result = ids[3 * i + 2];
+      // Merges may only build tokens that text is allowed to produce (see TokenizerModel::BpeUsable);
+      // FunctionGemma has none outside that set.
+      if (!m.BpeUsable(l) || !m.BpeUsable(r) || !m.BpeUsable(result)) continue;
+      m.merges.Set(l, r, Merge{static_cast<uint32_t>(base + i), result});  // a repeated pair keeps its last rank, as in HF
+    }
   }
   return Status::Ok();
 }

@@ -1,11 +1,11 @@
 // Open-addressing hash table from a pair of adjacent token ids to the merge that joins them. It is
 // probed once or twice per BPE merge, so it stores the pair and its answer inline (no pointers) and
-// sizes itself to a load factor of at most 1/2.
+// sizes itself to a load factor of at most 1/2. Move-only.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 namespace fgemma::tokenizer_internal {
 
@@ -22,13 +22,17 @@ class PairMap {
   void Set(int32_t left, int32_t right, Merge merge);
   // The merge for (left, right), or nullptr.
   const Merge* Find(int32_t left, int32_t right) const {
-    if (slots_.empty()) return nullptr;
+    if (capacity_ == 0) return nullptr;
     const uint64_t key = Key(left, right);
     for (size_t i = Slot(key);; i = (i + 1) & mask_) {
       const Entry& e = slots_[i];
       if (e.key == key) return &e.merge;
       if (e.key == kEmpty) return nullptr;
     }
+  }
+  // Starts loading the slot of (left, right) into cache, so several lookups can overlap.
+  void Prefetch(int32_t left, int32_t right) const {
+    if (capacity_ != 0) __builtin_prefetch(&slots_[Slot(Key(left, right))]);
   }
   size_t size() const { return size_; }
 
@@ -45,7 +49,12 @@ class PairMap {
   void Allocate(size_t capacity);  // a power of two
   void Grow();
 
-  std::vector<Entry> slots_;
+  struct Free {
+    void operator()(Entry* p) const;
+  };
+  // Random probes over megabytes: the table asks for huge pages (see pair_map.cpp).
+  std::unique_ptr<Entry[], Free> slots_;
+  size_t capacity_ = 0;
   size_t mask_ = 0;
   int shift_ = 64;
   size_t size_ = 0;

@@ -1,7 +1,11 @@
 #include "tokenizer/tokenizer_model.h"
 
 #include <bit>
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+
+#include "tokenizer/utf8.h"
 
 namespace fgemma::tokenizer_internal {
 namespace {
@@ -29,19 +33,23 @@ std::string ByteTokenName(int b) {
   return buf;
 }
 
+uint64_t SlotFor(uint64_t hash, int32_t id) { return (hash >> 32 << 32) | static_cast<uint32_t>(id); }
+
 void BuildTextIndex(TokenizerModel& m) {
   const size_t capacity = std::bit_ceil(static_cast<size_t>(m.size()) * 2 + 16);
-  m.text_slots.assign(capacity, -1);
+  m.text_slots.assign(capacity, TokenizerModel::kEmptySlot);
   const size_t mask = capacity - 1;
   for (int32_t id = 0; id < m.size(); ++id) {
     const std::string_view text = m.Text(id);
-    for (size_t i = HashText(text) & mask;; i = (i + 1) & mask) {
-      const int32_t other = m.text_slots[i];
-      if (other < 0) {
-        m.text_slots[i] = id;
+    const uint64_t hash = HashText(text);
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const uint64_t slot = m.text_slots[i];
+      if (slot == TokenizerModel::kEmptySlot) {
+        m.text_slots[i] = SlotFor(hash, id);
         break;
       }
-      if (m.Text(other) == text) break;  // duplicate string: the lowest id answers lookups
+      // A duplicate string keeps the lowest id for lookups.
+      if ((slot >> 32) == (hash >> 32) && m.Text(static_cast<int32_t>(slot & 0xFFFFFFFFu)) == text) break;
     }
   }
 }
@@ -68,14 +76,112 @@ void BuildPieces(TokenizerModel& m) {
   }
 }
 
+void AppendUtf8(char32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+void BuildCharacterTables(TokenizerModel& m) {
+  m.bmp_ids.assign(0x10000, -1);
+  std::vector<char32_t> bridges;
+  std::string ch;
+  for (int32_t id = 0; id < m.size(); ++id) {
+    if (!m.BpeUsable(id)) continue;
+    const std::string_view text = m.Text(id);
+    char32_t prev = 0;
+    bool has_prev = false, prev_is_marker = false;
+    for (size_t pos = 0; pos < text.size();) {
+      const size_t len = Utf8CharLength(text, pos);
+      if (len == 0) {  // a stray byte: count it as a character that can precede "▁"
+        prev = 0x80000000u | static_cast<uint8_t>(text[pos]);
+        has_prev = true;
+        prev_is_marker = false;
+        ++pos;
+        continue;
+      }
+      const char32_t cp = Utf8Decode(text, pos, len);
+      if (len == text.size() && cp < 0x10000) m.bmp_ids[cp] = id;
+      const bool is_marker = cp == 0x2581;
+      if (is_marker && has_prev && !prev_is_marker) bridges.push_back(prev);
+      prev = cp;
+      has_prev = true;
+      prev_is_marker = is_marker;
+      pos += len;
+    }
+  }
+  // A duplicated single-character string must resolve like Find (lowest id).
+  for (char32_t cp = 0; cp < 0x10000; ++cp) {
+    if (m.bmp_ids[cp] < 0) continue;
+    ch.clear();
+    AppendUtf8(cp, ch);
+    const int32_t found = m.Find(ch);
+    m.bmp_ids[cp] = m.BpeUsable(found) ? found : -1;
+  }
+  std::sort(bridges.begin(), bridges.end());
+  bridges.erase(std::unique(bridges.begin(), bridges.end()), bridges.end());
+  m.bridge_chars = std::move(bridges);
+}
+
 }  // namespace
 
 int32_t TokenizerModel::Find(std::string_view text) const {
   if (text_slots.empty()) return -1;
   const size_t mask = text_slots.size() - 1;
-  for (size_t i = HashText(text) & mask;; i = (i + 1) & mask) {
-    const int32_t id = text_slots[i];
-    if (id < 0 || Text(id) == text) return id;
+  const uint64_t hash = HashText(text);
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const uint64_t slot = text_slots[i];
+    if (slot == kEmptySlot) return -1;
+    if ((slot >> 32) != (hash >> 32)) continue;
+    const auto id = static_cast<int32_t>(slot & 0xFFFFFFFFu);
+    if (Text(id) == text) return id;
+  }
+}
+
+void TokenizerModel::FindMany(const std::string_view* queries, size_t count, int32_t* ids) const {
+  constexpr size_t kBatch = 64;
+  if (text_slots.empty()) {
+    std::fill(ids, ids + count, -1);
+    return;
+  }
+  const size_t mask = text_slots.size() - 1;
+  uint64_t hash[kBatch];
+  for (size_t base = 0; base < count; base += kBatch) {
+    const size_t n = std::min(kBatch, count - base);
+    const std::string_view* q = queries + base;
+    int32_t* out = ids + base;
+    // Stage by stage, each issuing every access of the batch before waiting on any: the slot, then
+    // the candidate's offset, then its text.
+    for (size_t i = 0; i < n; ++i) {
+      hash[i] = HashText(q[i]);
+      __builtin_prefetch(&text_slots[hash[i] & mask]);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      out[i] = -1;
+      for (size_t j = hash[i] & mask;; j = (j + 1) & mask) {
+        const uint64_t slot = text_slots[j];
+        if (slot == kEmptySlot) break;
+        if ((slot >> 32) == (hash[i] >> 32)) {
+          out[i] = static_cast<int32_t>(slot & 0xFFFFFFFFu);
+          __builtin_prefetch(&text_offsets[out[i]]);
+          break;
+        }
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (out[i] >= 0) __builtin_prefetch(texts.data() + text_offsets[out[i]]);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      // A tag match that is not the string (a 32-bit tag collision) takes the ordinary path.
+      if (out[i] >= 0 && Text(out[i]) != q[i]) out[i] = Find(q[i]);
+    }
   }
 }
 
@@ -104,6 +210,8 @@ int ParseByteToken(std::string_view text) {
 Status FinishModel(TokenizerModel& m, const std::string& what) {
   if (m.size() == 0) return CorruptFile(what + ": the vocabulary is empty");
   if (m.texts.size() > UINT32_MAX - 1) return OutOfRange(what + ": token strings exceed 4 GiB");
+  static std::atomic<uint64_t> next_instance_id{1};
+  m.instance_id = next_instance_id.fetch_add(1);
   BuildTextIndex(m);
 
   m.byte_ids.fill(-1);
@@ -121,10 +229,7 @@ Status FinishModel(TokenizerModel& m, const std::string& what) {
   }
   BuildPieces(m);
 
-  for (int c = 0; c < 128; ++c) {
-    const int32_t id = m.Find(std::string(1, static_cast<char>(c)));
-    m.ascii_ids[c] = id >= 0 && m.BpeUsable(id) ? id : -1;
-  }
+  BuildCharacterTables(m);
 
   m.added = AddedTokenMatcher();
   for (int32_t id = 0; id < m.size(); ++id) {

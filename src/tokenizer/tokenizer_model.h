@@ -38,11 +38,21 @@ struct TokenizerModel {
   std::vector<int32_t> eos_ids;
 
   // Derived by FinishModel.
-  std::vector<int32_t> text_slots;  // open-addressing table of ids keyed by token text
+  uint64_t instance_id = 0;  // process-unique; keys the per-thread word cache
+  // Open-addressing table keyed by token text: (upper 32 bits of the text's hash) << 32 | id, or
+  // kEmptySlot. The hash tag rejects almost every non-matching slot without touching `texts`.
+  static constexpr uint64_t kEmptySlot = ~uint64_t{0};
+  std::vector<uint64_t> text_slots;
   std::string pieces;               // what each token decodes to ("▁" -> " ", byte tokens -> the byte)
   std::vector<uint32_t> piece_offsets;
   std::array<int32_t, 256> byte_ids{};
-  std::array<int32_t, 128> ascii_ids{};  // id of each single ASCII character usable by BPE, or -1
+  // Id of each Basic Multilingual Plane character usable by BPE, or -1: most characters of most text
+  // are found here without hashing.
+  std::vector<int32_t> bmp_ids;
+  // Characters c for which some token contains c followed by "▁" (c itself not "▁"): BPE may join a
+  // word to the next only after one of these, so the encoder cuts stretches into words before every
+  // other "▁" that ends a run of non-"▁" characters. Sorted. (FunctionGemma: only '>', from ">▁</".)
+  std::vector<char32_t> bridge_chars;
   AddedTokenMatcher added;
 
   int32_t size() const { return static_cast<int32_t>(flags.size()); }
@@ -54,6 +64,9 @@ struct TokenizerModel {
   }
   // Id of the token spelled exactly `text`, or -1.
   int32_t Find(std::string_view text) const;
+  // Find for many strings, overlapping their cache misses: loading resolves 1.5 million merge
+  // strings, and one-at-a-time lookups spend most of their time waiting on memory.
+  void FindMany(const std::string_view* queries, size_t count, int32_t* ids) const;
   // Whether BPE may emit `id`: a normal token or a whitespace-only added token, never a control,
   // function-calling, byte or unused token (so untrusted text cannot produce those).
   bool BpeUsable(int32_t id) const {

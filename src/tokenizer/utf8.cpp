@@ -48,6 +48,13 @@ size_t Utf8CharLength(std::string_view s, size_t pos) {
   return ValidPrefix(s, pos, need) == need ? need : 0;
 }
 
+char32_t Utf8Decode(std::string_view s, size_t pos, size_t len) {
+  static constexpr uint8_t kLeadMask[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  char32_t cp = static_cast<uint8_t>(s[pos]) & kLeadMask[len];
+  for (size_t i = 1; i < len; ++i) cp = (cp << 6) | (static_cast<uint8_t>(s[pos + i]) & 0x3F);
+  return cp;
+}
+
 size_t Utf8IncompleteSuffix(std::string_view s) {
   // A character is at most 4 bytes, so only a lead byte among the last 3 can start an unfinished one.
   const size_t n = s.size();

@@ -13,6 +13,9 @@ namespace fgemma::tokenizer_internal {
 // encoder treats each byte of a malformed sequence as its own symbol, which byte fallback then encodes.
 size_t Utf8CharLength(std::string_view s, size_t pos);
 
+// Code point of the well-formed character of `len` bytes (from Utf8CharLength) at s[pos].
+char32_t Utf8Decode(std::string_view s, size_t pos, size_t len);
+
 // Number of trailing bytes of `s` that form the start of a well-formed character still missing its
 // last byte(s): 0 if `s` ends on a character boundary or with bytes that can never become valid.
 // The streaming decoder holds exactly these bytes back.

@@ -32,14 +32,18 @@ Result<uint8_t> FlagsForType(int32_t type, const std::string& text, size_t index
                          " is not a GGUF token type (1-6)");
 }
 
-// Ranks tokens by score, highest first, ties to the lower id (llama.cpp's order between bigrams of
-// equal score is leftmost first, which the encoder's position tie-break already gives).
+// Ranks tokens by score, highest first. Equal scores share a rank, so that between them the leftmost
+// pair merges first, as in llama.cpp (GGUF files give every added and byte token the score 0).
 std::vector<uint32_t> RanksFromScores(const std::vector<float>& scores) {
   std::vector<int32_t> order(scores.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return scores[a] > scores[b]; });
   std::vector<uint32_t> rank(scores.size());
-  for (size_t r = 0; r < order.size(); ++r) rank[order[r]] = static_cast<uint32_t>(r);
+  uint32_t r = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i > 0 && scores[order[i]] != scores[order[i - 1]]) ++r;
+    rank[order[i]] = r;
+  }
   return rank;
 }
 

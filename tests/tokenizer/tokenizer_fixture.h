@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tokenizer/tokenizer.h"
+#include "util/json.h"
 
 namespace fgemma::test {
 
@@ -16,5 +17,10 @@ struct GoldenRow {
 // models/mini-bf16 (FunctionGemma's tokenizer.json); fails the test if it cannot be loaded.
 const Tokenizer& FunctionGemmaTokenizer();
 const std::vector<GoldenRow>& GoldenRows();
+// The same tokenizer.json parsed independently (nlohmann), for checks that must not trust the loader.
+const Json& TokenizerJson();
+// Its vocabulary as a GGUF file lays it out: types from added tokens and byte tokens; scores -id
+// for normal tokens and 0 for the others.
+VocabSpec GgufStyleVocab();
 
 }  // namespace fgemma::test

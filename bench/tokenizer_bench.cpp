@@ -1,0 +1,178 @@
+// Tokenizer speed: loading FunctionGemma's tokenizer.json (14 MB, 262,144 tokens, 514,906 merges),
+// encoding a FunctionGemma tool-catalog prompt (~850 tokens) and mixed text, decoding.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/word_cache.h"
+#include "util/json.h"
+
+namespace {
+
+using fgemma::Json;
+using fgemma::Tokenizer;
+
+std::string Fixture(const std::string& relative) { return std::string(FGEMMA_SHARED_DIR) + "/fixtures/" + relative; }
+
+const Tokenizer& SharedTokenizer() {
+  static const Tokenizer* t = [] {
+    auto r = Tokenizer::FromFile(Fixture("models/mini-bf16"));
+    if (!r.ok()) {
+      std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
+      std::exit(1);
+    }
+    return new Tokenizer(std::move(r).value());
+  }();
+  return *t;
+}
+
+Json ReadFixtureJson(const std::string& relative) {
+  auto j = fgemma::ReadJsonFile(Fixture(relative));
+  if (!j.ok()) {
+    std::fprintf(stderr, "%s\n", j.status().ToString().c_str());
+    std::exit(1);
+  }
+  return std::move(j).value();
+}
+
+std::string Upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string Escaped(const std::string& s) { return "<escape>" + s + "<escape>"; }
+
+// The developer turn FunctionGemma's chat template renders for flat tool schemas (string, number,
+// integer and boolean properties, string enums), which is what smart-home-tools.json holds.
+std::string ToolCatalogPrompt() {
+  const Json tools = ReadFixtureJson("chat/smart-home-tools.json");
+  std::string p = "<start_of_turn>developer\nYou are a model that can do function calling with the following functions";
+  for (const Json& tool : tools) {
+    const Json& f = tool["function"];
+    const Json& params = f["parameters"];
+    p += "<start_function_declaration>declaration:" + f["name"].get<std::string>() + "{description:" +
+         Escaped(f["description"].get<std::string>()) + ",parameters:{properties:{";
+    bool first = true;
+    for (const auto& [key, value] : params["properties"].items()) {  // nlohmann objects iterate sorted, like dictsort
+      if (!first) p += ",";
+      first = false;
+      p += key + ":{description:" + Escaped(value["description"].get<std::string>());
+      if (value.contains("enum")) {
+        p += ",enum:[";
+        for (size_t i = 0; i < value["enum"].size(); ++i) p += (i ? "," : "") + Escaped(value["enum"][i].get<std::string>());
+        p += "]";
+      }
+      p += ",type:" + Escaped(Upper(value["type"].get<std::string>())) + "}";
+    }
+    p += "},";
+    if (params.contains("required")) {
+      p += "required:[";
+      for (size_t i = 0; i < params["required"].size(); ++i) p += (i ? "," : "") + Escaped(params["required"][i].get<std::string>());
+      p += "],";
+    }
+    p += "type:" + Escaped(Upper(params["type"].get<std::string>())) + "}}<end_function_declaration>";
+  }
+  p += "<end_of_turn>\n<start_of_turn>user\nTurn on the kitchen lights at 40 percent, warm please.<end_of_turn>\n<start_of_turn>model\n";
+  return p;
+}
+
+// All golden-dev texts (prose, code, JSON, several scripts, emoji, whitespace runs) joined by newlines.
+std::string MixedText() {
+  const Json rows = ReadFixtureJson("tokenizer/golden-dev.json");
+  std::string text;
+  for (const Json& row : rows) text += row["text"].get<std::string>() + "\n";
+  return text;
+}
+
+void BM_LoadTokenizerJson(benchmark::State& state) {
+  const std::string path = Fixture("models/mini-bf16");
+  for (auto _ : state) {
+    auto t = Tokenizer::FromFile(path);
+    if (!t.ok()) state.SkipWithError(t.status().ToString().c_str());
+    benchmark::DoNotOptimize(t);
+  }
+}
+BENCHMARK(BM_LoadTokenizerJson)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+void BM_EncodeToolCatalog(benchmark::State& state) {
+  const Tokenizer& t = SharedTokenizer();
+  const std::string prompt = ToolCatalogPrompt();
+  size_t tokens = 0;
+  for (auto _ : state) {
+    auto ids = t.Encode(prompt, {.add_bos = true});
+    tokens = ids.size();
+    benchmark::DoNotOptimize(ids.data());
+  }
+  state.counters["tokens"] = static_cast<double>(tokens);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * prompt.size()));
+}
+BENCHMARK(BM_EncodeToolCatalog)->Unit(benchmark::kMicrosecond);
+
+void BM_EncodeToolCatalogColdCache(benchmark::State& state) {
+  const Tokenizer& t = SharedTokenizer();
+  const std::string prompt = ToolCatalogPrompt();
+  for (auto _ : state) {
+    fgemma::tokenizer_internal::WordCache::ClearForThread();
+    auto ids = t.Encode(prompt, {.add_bos = true});
+    benchmark::DoNotOptimize(ids.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * prompt.size()));
+}
+BENCHMARK(BM_EncodeToolCatalogColdCache)->Unit(benchmark::kMicrosecond);
+
+void BM_EncodeMixedText(benchmark::State& state) {
+  const Tokenizer& t = SharedTokenizer();
+  const std::string text = MixedText();
+  for (auto _ : state) {
+    auto ids = t.Encode(text);
+    benchmark::DoNotOptimize(ids.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+}
+BENCHMARK(BM_EncodeMixedText)->Unit(benchmark::kMillisecond);
+
+// The same text with the per-thread word cache emptied before every pass: only the repetition
+// within the text itself helps.
+void BM_EncodeMixedTextColdCache(benchmark::State& state) {
+  const Tokenizer& t = SharedTokenizer();
+  const std::string text = MixedText();
+  for (auto _ : state) {
+    fgemma::tokenizer_internal::WordCache::ClearForThread();
+    auto ids = t.Encode(text);
+    benchmark::DoNotOptimize(ids.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+}
+BENCHMARK(BM_EncodeMixedTextColdCache)->Unit(benchmark::kMillisecond);
+
+// One stretch with no space or added token: the worst case for a single BPE run.
+void BM_EncodeLongUnbrokenRun(benchmark::State& state) {
+  const Tokenizer& t = SharedTokenizer();
+  std::string text;
+  for (int i = 0; text.size() < 1 << 20; ++i) text += "abc" + std::to_string(i * 7919 % 100003) + "xyz";
+  for (auto _ : state) {
+    auto ids = t.Encode(text);
+    benchmark::DoNotOptimize(ids.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+}
+BENCHMARK(BM_EncodeLongUnbrokenRun)->Unit(benchmark::kMillisecond);
+
+void BM_DecodeMixedText(benchmark::State& state) {
+  const Tokenizer& t = SharedTokenizer();
+  const auto ids = t.Encode(MixedText());
+  for (auto _ : state) {
+    auto text = t.Decode(ids);
+    benchmark::DoNotOptimize(text);
+  }
+  state.counters["tokens"] = static_cast<double>(ids.size());
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * ids.size()));
+}
+BENCHMARK(BM_DecodeMixedText)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
