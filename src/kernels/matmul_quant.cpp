@@ -11,7 +11,7 @@
 // Kernels:
 //   AVX3_DL (AVX-512 VNNI): 64 bytes = two blocks per vector; vpdpbusd on (w + c) as u8 x xq as s8,
 //                           each int32 lane starting from the packed correction -c * sum(xq);
-//                           2 rows x 8 tokens register tile.
+//                           4 rows x 4 tokens register tile.
 //   AVX2, AVX3:             one block per 256-bit vector; maddubs(|w|, sign(xq, w)) + madd.
 //   Others (SSE4, NEON, scalar): portable Highway code, int16 widening multiply-accumulate.
 #include "kernels/simd_config.h"
@@ -99,7 +99,7 @@ HWY_INLINE __m512 PairScales(uint16_t h0, uint16_t h1) {
 
 template <DType kType>
 struct QuantKernel {
-  static constexpr size_t kRows = 2, kTokens = 8;
+  static constexpr size_t kRows = 4, kTokens = 4;
 
   template <size_t kR, size_t kT>
   static HWY_NOINLINE void Tile(const TileJob& job, size_t row, size_t token) {
