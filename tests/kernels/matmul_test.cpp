@@ -50,7 +50,7 @@ Weights MakeWeights(DType dtype, size_t rows, size_t cols, size_t offset, std::m
   w.view.dtype = dtype;
   w.view.rows = rows;
   w.view.cols = cols;
-  w.storage.resize(w.view.bytes() + offset + 64);
+  w.storage.resize(w.view.bytes() + offset);  // exact: ASan builds catch over-reads
   uint8_t* p = w.storage.data() + offset;
   w.view.data = p;
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -96,7 +96,8 @@ struct Inputs {
 
 Inputs MakeInputs(size_t num_tokens, size_t cols, size_t stride, size_t offset, std::mt19937& rng) {
   Inputs in;
-  in.storage.assign(num_tokens * stride + offset + 16, std::nanf(""));  // padding must never be read
+  // Exact size (ASan catches over-reads); NaN padding between rows must never be read.
+  in.storage.assign((num_tokens - 1) * stride + cols + offset, std::nanf(""));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> outlier(0, 63);
   float* x = in.storage.data() + offset;
@@ -167,7 +168,7 @@ void RunCase(const Case& c, std::mt19937& rng) {
   }
   const size_t y_stride = c.rows + c.y_extra;
   const float kSentinel = -12345.0f;
-  std::vector<float> y_store(c.tokens * y_stride + c.y_offset + 4, kSentinel);
+  std::vector<float> y_store((c.tokens - 1) * y_stride + c.rows + c.y_offset, kSentinel);
   float* y = y_store.data() + c.y_offset;
   MatMul(w.view, in.a, y, y_stride, c.row_begin, c.row_end);
 
