@@ -85,6 +85,17 @@ struct FloatKernel {
   }
 };
 
+// Register tile per target: kFloatRows * kFloatTokens accumulators + kFloatRows weight vectors must
+// fit the register file (32 vectors on AVX-512 and aarch64, 16 on AVX2, SSE4 and armv7). Measured
+// on AVX-512: 6x4 ~15% faster than 4x4 for f16/bf16 prefill; on AVX2 3x4 is 1.6x faster than a
+// spilling 4x4.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_ARCH_ARM_A64
+constexpr size_t kFloatRows = 6;
+#else
+constexpr size_t kFloatRows = 3;
+#endif
+constexpr size_t kFloatTokens = 4;
+
 template <typename WT>
 void MatMulFloatT(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                   size_t row_end) {
@@ -96,7 +107,7 @@ void MatMulFloatT(const TensorView& w, const Activations& a, float* y, size_t y_
   job.x_stride = a.stride * sizeof(float);
   job.y = y;
   job.y_stride = y_stride;
-  TileMatMul<FloatKernel<WT>, 4, 4>(job, row_begin, row_end, a.num_tokens);
+  TileMatMul<FloatKernel<WT>, kFloatRows, kFloatTokens>(job, row_begin, row_end, a.num_tokens);
 }
 
 }  // namespace

@@ -87,21 +87,27 @@ struct TileJob {
   float* out(size_t r, size_t t) const { return y + t * y_stride + r; }
 };
 
-// Runs K::Tile<kR, kT>(job, row, token) for token tiles of kT, then halves kT for the remainder
-// (kT must be a power of two).
+// Runs K::Tile<kR, kT>(job, row, token) for tokens [t, t_end) in tiles of kT, then halves kT for
+// the remainder (kT must be a power of two).
 template <class K, size_t kR, size_t kT>
-HWY_INLINE void TileTokens(const TileJob& job, size_t row, size_t t, size_t num_tokens) {
-  for (; t + kT <= num_tokens; t += kT) K::template Tile<kR, kT>(job, row, t);
-  if constexpr (kT > 1) TileTokens<K, kR, kT / 2>(job, row, t, num_tokens);
+HWY_INLINE void TileTokens(const TileJob& job, size_t row, size_t t, size_t t_end) {
+  for (; t + kT <= t_end; t += kT) K::template Tile<kR, kT>(job, row, t);
+  if constexpr (kT > 1) TileTokens<K, kR, kT / 2>(job, row, t, t_end);
 }
 
 // Covers rows [row_begin, row_end) x tokens [0, num_tokens) with kRows x kTokens register tiles;
-// leftover rows go one at a time.
+// leftover rows go one at a time. Tokens are processed in blocks whose activations stay in L2
+// (kTokenBlockBytes) while the weight rows stream past them once per block.
 template <class K, size_t kRows, size_t kTokens>
 HWY_INLINE void TileMatMul(const TileJob& job, size_t row_begin, size_t row_end, size_t num_tokens) {
-  size_t r = row_begin;
-  for (; r + kRows <= row_end; r += kRows) TileTokens<K, kRows, kTokens>(job, r, 0, num_tokens);
-  for (; r < row_end; ++r) TileTokens<K, 1, kTokens>(job, r, 0, num_tokens);
+  constexpr size_t kTokenBlockBytes = 256 * 1024;
+  const size_t block = HWY_MAX(kTokens, kTokenBlockBytes / (job.x_stride * kTokens) * kTokens);
+  for (size_t t0 = 0; t0 < num_tokens; t0 += block) {
+    const size_t t1 = HWY_MIN(num_tokens, t0 + block);
+    size_t r = row_begin;
+    for (; r + kRows <= row_end; r += kRows) TileTokens<K, kRows, kTokens>(job, r, t0, t1);
+    for (; r < row_end; ++r) TileTokens<K, 1, kTokens>(job, r, t0, t1);
+  }
 }
 
 }  // namespace HWY_NAMESPACE
