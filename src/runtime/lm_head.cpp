@@ -61,16 +61,18 @@ void LmHead::Compute(const float* hidden, HeadRequest& req, ThreadPool& pool) {
     });
   } else {
     const size_t n = req.candidates.size();
-    const size_t per_task = 64;
+    constexpr size_t per_task = 64;
+    static_assert(per_task <= kBlockRows);
     const size_t tasks = (n + per_task - 1) / per_task;
     pool.Run(tasks, [&](size_t task, int thread) {
       const size_t i0 = task * per_task, i1 = std::min(n, i0 + per_task);
-      float* out = req.logits ? req.logits : block_scratch_.data() + static_cast<size_t>(thread) * kBlockRows;
+      // out[k] holds candidate i0 + k: the caller's logits, or this thread's scratch (per_task <= kBlockRows).
+      float* out = req.logits ? req.logits + i0 : block_scratch_.data() + static_cast<size_t>(thread) * kBlockRows;
       for (size_t i = i0; i < i1; ++i) {
         const size_t row = static_cast<size_t>(req.candidates[i]);
-        MatMul(RowSlice(E, row, row + 1), a, out + i, 0, 0, 1);
+        MatMul(RowSlice(E, row, row + 1), a, out + (i - i0), 0, 0, 1);
       }
-      finish(out + i0, i1 - i0, 0, req.candidates.data() + i0, thread);
+      finish(out, i1 - i0, 0, req.candidates.data() + i0, thread);
     });
   }
   Best best = best_[0];

@@ -1,0 +1,550 @@
+#include "chat/call_grammar.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace fgemma {
+namespace {
+
+constexpr std::string_view kCallLiteral = "call:";
+constexpr std::string_view kEscapeText = "<escape>";
+const std::vector<std::string> kBooleans = {"false", "true"};
+
+// Node indices reserved by Compile: any value, free-form object, array of anything.
+constexpr int kAnyNode = 0, kFreeObjectNode = 1, kAnyArrayNode = 2;
+
+// Top-level phases.
+enum : uint8_t { kTopStart, kTopText, kTopCallLiteral, kTopName, kTopAfterArgs, kTopAfterCall, kTopDone };
+// Object phases.
+enum : uint8_t { kObjExpectOpen, kObjKeyOrClose, kObjKey, kObjAfterValue, kObjKeyStart };
+// Number phases.
+enum : uint8_t { kNumStart, kNumSign, kNumZero, kNumInt, kNumFrac0, kNumFrac, kNumExp0, kNumExpSign, kNumExp };
+
+bool IsDigit(int s) { return s >= '0' && s <= '9'; }
+bool IsKeyByte(int s) {
+  return (s >= 'a' && s <= 'z') || (s >= 'A' && s <= 'Z') || IsDigit(s) || s == '_' || s == '-' || s == '.';
+}
+bool NumberComplete(uint8_t phase) {
+  return phase == kNumZero || phase == kNumInt || phase == kNumFrac || phase == kNumExp;
+}
+
+}  // namespace
+
+Result<ToolChoice> ParseToolChoice(const Json& v, const std::vector<Tool>& tools) {
+  ToolChoice c;
+  std::string name;
+  if (v.is_null()) return c;
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "auto") return c;
+    if (s == "required" || s == "any") {
+      c.mode = ToolChoiceMode::kRequired;
+      return c;
+    }
+    if (s == "none") {
+      c.mode = ToolChoiceMode::kNone;
+      return c;
+    }
+    name = s;
+  } else if (v.is_object()) {
+    auto fn = v.find("function");
+    if (fn == v.end() || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string())
+      return InvalidArgument("tool_choice: expected {\"type\":\"function\",\"function\":{\"name\":...}}");
+    name = (*fn)["name"].get<std::string>();
+  } else {
+    return InvalidArgument("tool_choice: expected \"auto\", \"required\", \"none\" or a function object");
+  }
+  const bool known = std::any_of(tools.begin(), tools.end(), [&](const Tool& t) { return t.name == name; });
+  if (!known) return InvalidArgument("tool_choice: unknown tool '" + name + "' (not in tools)");
+  c.mode = ToolChoiceMode::kFunction;
+  c.function = name;
+  return c;
+}
+
+Result<int> CallGrammar::AddNode(const Schema* schema, int depth) {
+  if (depth > CallMatcher::kMaxDepth - 4) return InvalidArgument("parameter schema is nested too deeply for constrained decoding");
+  Node n;
+  switch (schema->type) {
+    case SchemaType::kString:
+      if (!schema->enum_values.empty()) {
+        n.kind = Kind::kEnum;
+        for (const Json& e : schema->enum_values) {
+          if (!e.is_string()) return InvalidArgument("enum value " + e.dump() + " of a string parameter is not a string");
+          const std::string v = e.get<std::string>();
+          if (v.find(kEscapeText) != std::string::npos) return InvalidArgument("enum value contains <escape>");
+          n.choices.push_back(v);
+        }
+        std::sort(n.choices.begin(), n.choices.end());
+        n.choices.erase(std::unique(n.choices.begin(), n.choices.end()), n.choices.end());
+      } else {
+        n.kind = Kind::kString;
+      }
+      break;
+    case SchemaType::kInteger: n.kind = Kind::kInteger; break;
+    case SchemaType::kNumber: n.kind = Kind::kNumber; break;
+    case SchemaType::kBoolean: n.kind = Kind::kBoolean; break;
+    case SchemaType::kArray: {
+      int item = kAnyNode;
+      if (schema->items) {
+        FGEMMA_TRY(item, AddNode(schema->items.get(), depth + 1));
+      }
+      n.kind = Kind::kArray;
+      n.children = {item};
+      break;
+    }
+    case SchemaType::kObject: {
+      if (!schema->has_properties) return kFreeObjectNode;
+      if (schema->properties.size() > 64) return InvalidArgument("object with more than 64 properties");
+      n.kind = Kind::kObject;
+      std::vector<size_t> order(schema->properties.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::sort(order.begin(), order.end(),
+                [&](size_t a, size_t b) { return schema->properties[a].name < schema->properties[b].name; });
+      for (size_t i : order) {
+        const SchemaProperty& p = schema->properties[i];
+        if (!n.choices.empty() && n.choices.back() == p.name) return InvalidArgument("duplicate property '" + p.name + "'");
+        FGEMMA_TRY(int child, AddNode(&p.schema, depth + 1));
+        if (std::find(schema->required.begin(), schema->required.end(), p.name) != schema->required.end())
+          n.required_mask |= 1ull << n.choices.size();
+        n.choices.push_back(p.name);
+        n.children.push_back(child);
+      }
+      break;
+    }
+  }
+  nodes_.push_back(std::move(n));
+  return static_cast<int>(nodes_.size() - 1);
+}
+
+Result<CallGrammar> CallGrammar::Compile(const std::vector<Tool>& tools, const ToolChoice& choice,
+                                         const GrammarLimits& limits) {
+  CallGrammar g;
+  g.choice_ = choice;
+  g.limits_ = limits;
+  g.nodes_.resize(3);
+  g.nodes_[kAnyNode].kind = Kind::kAny;
+  g.nodes_[kFreeObjectNode].kind = Kind::kObject;
+  g.nodes_[kFreeObjectNode].free_keys = true;
+  g.nodes_[kAnyArrayNode].kind = Kind::kArray;
+  g.nodes_[kAnyArrayNode].children = {kAnyNode};
+
+  std::vector<size_t> order(tools.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tools[a].name < tools[b].name; });
+  for (size_t i : order) {
+    const Tool& t = tools[i];
+    if (t.name.empty()) return InvalidArgument("tools: a function has an empty name");
+    if (!g.function_names_.empty() && g.function_names_.back() == t.name)
+      return InvalidArgument("tools: function '" + t.name + "' is declared twice");
+    auto node = g.AddNode(&t.parameters, 0);
+    if (!node.ok()) return node.status().WithContext("tools: function '" + t.name + "'");
+    g.function_names_.push_back(t.name);
+    g.function_params_.push_back(node.value());
+  }
+  if (g.function_names_.size() > 65535) return InvalidArgument("tools: too many functions");
+  if (choice.mode == ToolChoiceMode::kRequired && tools.empty())
+    return InvalidArgument("tool_choice 'required' needs at least one tool");
+  if (choice.mode == ToolChoiceMode::kFunction) {
+    auto it = std::find(g.function_names_.begin(), g.function_names_.end(), choice.function);
+    if (it == g.function_names_.end()) return InvalidArgument("tool_choice: unknown tool '" + choice.function + "'");
+    g.forced_function_ = static_cast<int>(it - g.function_names_.begin());
+  }
+  if (choice.mode == ToolChoiceMode::kAuto && tools.empty()) g.choice_.mode = ToolChoiceMode::kNone;
+  return g;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+CallMatcher::CallMatcher(const CallGrammar* grammar) : g_(grammar) {
+  stack_[0] = Frame{};
+  stack_[0].kind = FrameKind::kTop;
+  stack_[0].phase = kTopStart;
+}
+
+void CallMatcher::CopyFrom(const CallMatcher& o) {
+  g_ = o.g_;
+  top_ = o.top_;
+  calls_ = o.calls_;
+  text_ = o.text_;
+  std::memcpy(static_cast<void*>(stack_.data()), o.stack_.data(), static_cast<size_t>(top_ + 1) * sizeof(Frame));
+}
+
+bool CallMatcher::Done() const { return top_ == 0 && stack_[0].phase == kTopDone; }
+
+bool CallMatcher::Feed(int symbol) {
+  for (int guard = 0; guard < 2 * kMaxDepth + 4; ++guard) {
+    Frame& f = stack_[static_cast<size_t>(top_)];
+    switch (FeedFrame(f, symbol)) {
+      case Step::kAccept: return true;
+      case Step::kAcceptPop: --top_; return true;
+      case Step::kReject: return false;
+      case Step::kPopAndRefeed: --top_; continue;
+      case Step::kRefeed: continue;
+    }
+  }
+  return false;
+}
+
+bool CallMatcher::FeedBytes(std::string_view bytes) {
+  for (unsigned char c : bytes) {
+    if (!Feed(c)) return false;
+  }
+  return true;
+}
+
+bool CallMatcher::Push(const Frame& f) {
+  if (top_ + 1 >= kMaxDepth) return false;
+  stack_[static_cast<size_t>(++top_)] = f;
+  return true;
+}
+
+bool CallMatcher::PushValue(int node) {
+  const CallGrammar::Node& n = g_->nodes()[static_cast<size_t>(node)];
+  Frame f;
+  f.node = static_cast<int16_t>(node);
+  switch (n.kind) {
+    case CallGrammar::Kind::kString: f.kind = FrameKind::kString; break;
+    case CallGrammar::Kind::kEnum: f.kind = FrameKind::kEnum; break;
+    case CallGrammar::Kind::kInteger: f.kind = FrameKind::kNumber; f.integer = true; break;
+    case CallGrammar::Kind::kNumber: f.kind = FrameKind::kNumber; break;
+    case CallGrammar::Kind::kBoolean: f.kind = FrameKind::kBoolean; f.hi = 2; break;
+    case CallGrammar::Kind::kArray: f.kind = FrameKind::kArray; break;
+    case CallGrammar::Kind::kObject: f.kind = FrameKind::kObject; f.phase = kObjExpectOpen; break;
+    case CallGrammar::Kind::kAny: f.kind = FrameKind::kAny; break;
+  }
+  return Push(f);
+}
+
+bool CallMatcher::NarrowChoice(const std::vector<std::string>& names, Frame& f, uint8_t b) {
+  const size_t d = f.depth;
+  size_t lo = f.lo, hi = f.hi;
+  // Names sharing the matched prefix are contiguous in sorted order, and so are those whose next
+  // byte is b among them.
+  while (lo < hi && (names[lo].size() <= d || static_cast<uint8_t>(names[lo][d]) < b)) ++lo;
+  size_t end = lo;
+  while (end < hi && names[end].size() > d && static_cast<uint8_t>(names[end][d]) == b) ++end;
+  if (lo == end) return false;
+  f.lo = static_cast<uint16_t>(lo);
+  f.hi = static_cast<uint16_t>(end);
+  f.depth = static_cast<uint16_t>(d + 1);
+  return true;
+}
+
+bool CallMatcher::TextByte(Frame& f, uint8_t b) {
+  if (f.utf8_need > 0) {
+    if (b < f.utf8_lo || b > f.utf8_hi) return false;
+    --f.utf8_need;
+    f.utf8_lo = 0x80;
+    f.utf8_hi = 0xBF;
+  } else if (b == 0) {
+    return false;
+  } else if (b >= 0x80) {
+    if (b >= 0xC2 && b <= 0xDF) {
+      f.utf8_need = 1;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      f.utf8_need = 2;
+      if (b == 0xE0) f.utf8_lo = 0xA0;  // no overlong forms
+      if (b == 0xED) f.utf8_hi = 0x9F;  // no surrogates
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      f.utf8_need = 3;
+      if (b == 0xF0) f.utf8_lo = 0x90;
+      if (b == 0xF4) f.utf8_hi = 0x8F;
+    } else {
+      return false;
+    }
+  }
+  // "<escape>" spelled with ordinary tokens would read as the control token when parsed back.
+  if (b == static_cast<uint8_t>(kEscapeText[f.escape_seen])) {
+    if (++f.escape_seen == kEscapeText.size()) return false;
+  } else {
+    f.escape_seen = b == '<' ? 1 : 0;
+  }
+  return true;
+}
+
+CallMatcher::Step CallMatcher::FeedFrame(Frame& f, int s) {
+  switch (f.kind) {
+    case FrameKind::kTop: return FeedTop(f, s);
+    case FrameKind::kObject: return FeedObject(f, s);
+    case FrameKind::kString: return FeedString(f, s);
+    case FrameKind::kEnum: return FeedEnum(f, s);
+    case FrameKind::kNumber: return FeedNumber(f, s);
+    case FrameKind::kBoolean: return FeedBoolean(f, s);
+    case FrameKind::kArray: return FeedArray(f, s);
+    case FrameKind::kAny: return FeedAny(f, s);
+    case FrameKind::kFreeKey: return FeedFreeKey(f, s);
+  }
+  return Step::kReject;
+}
+
+CallMatcher::Step CallMatcher::FeedTop(Frame& f, int s) {
+  const ToolChoiceMode mode = g_->choice().mode;
+  const GrammarLimits& lim = g_->limits();
+  switch (f.phase) {
+    case kTopStart:
+      if (s == kSymStartCall && mode != ToolChoiceMode::kNone) {
+        f.phase = kTopCallLiteral;
+        f.depth = 0;
+        return Step::kAccept;
+      }
+      if (s < 256 && (mode == ToolChoiceMode::kAuto || mode == ToolChoiceMode::kNone)) {
+        f.phase = kTopText;
+        text_ = true;
+        return Step::kRefeed;
+      }
+      return Step::kReject;
+    case kTopText:
+      if (s == kSymEndOfTurn || s == kSymEos) {
+        if (f.count == 0 || f.utf8_need != 0) return Step::kReject;
+        f.phase = kTopDone;
+        return Step::kAccept;
+      }
+      if (s >= 256 || f.count >= lim.max_text_bytes || !TextByte(f, static_cast<uint8_t>(s))) return Step::kReject;
+      ++f.count;
+      return Step::kAccept;
+    case kTopCallLiteral:
+      if (s != static_cast<uint8_t>(kCallLiteral[f.depth])) return Step::kReject;
+      if (++f.depth == kCallLiteral.size()) {
+        f.phase = kTopName;
+        f.depth = 0;
+        const int forced = g_->forced_function();
+        f.lo = static_cast<uint16_t>(forced >= 0 ? forced : 0);
+        f.hi = static_cast<uint16_t>(forced >= 0 ? forced + 1 : static_cast<int>(g_->function_names().size()));
+      }
+      return Step::kAccept;
+    case kTopName: {
+      const auto& names = g_->function_names();
+      if (s == '{') {
+        if (f.lo >= f.hi || names[f.lo].size() != f.depth) return Step::kReject;
+        f.phase = kTopAfterArgs;
+        Frame obj;
+        obj.kind = FrameKind::kObject;
+        obj.node = static_cast<int16_t>(g_->function_params(f.lo));
+        obj.phase = kObjKeyOrClose;  // '{' already consumed here
+        return Push(obj) ? Step::kAccept : Step::kReject;
+      }
+      if (s >= 256 || !NarrowChoice(names, f, static_cast<uint8_t>(s))) return Step::kReject;
+      return Step::kAccept;
+    }
+    case kTopAfterArgs:
+      if (s != kSymEndCall) return Step::kReject;
+      ++calls_;
+      f.phase = kTopAfterCall;
+      return Step::kAccept;
+    case kTopAfterCall:
+      if (s == kSymStartCall && calls_ < lim.max_calls && mode != ToolChoiceMode::kFunction) {
+        f.phase = kTopCallLiteral;
+        f.depth = 0;
+        return Step::kAccept;
+      }
+      if (s == kSymStartResponse || s == kSymEndOfTurn || s == kSymEos) {
+        f.phase = kTopDone;
+        return Step::kAccept;
+      }
+      return Step::kReject;
+    default:
+      return Step::kReject;
+  }
+}
+
+CallMatcher::Step CallMatcher::FeedObject(Frame& f, int s) {
+  const CallGrammar::Node& n = g_->nodes()[static_cast<size_t>(f.node)];
+  const GrammarLimits& lim = g_->limits();
+  const uint64_t all = n.choices.size() >= 64 ? ~0ull : (1ull << n.choices.size()) - 1;
+  const bool required_done = (n.required_mask & ~f.seen) == 0;
+  const bool more_keys = n.free_keys ? f.count < lim.max_free_keys : (all & ~f.seen) != 0;
+  auto start_key = [&]() -> Step {
+    if (s >= 256 || !more_keys) return Step::kReject;
+    if (n.free_keys) {
+      Frame key;
+      key.kind = FrameKind::kFreeKey;
+      if (!IsKeyByte(s) || !Push(key)) return Step::kReject;
+      f.phase = kObjAfterValue;
+      ++f.count;
+      return Step::kRefeed;
+    }
+    f.lo = 0;
+    f.hi = static_cast<uint16_t>(n.choices.size());
+    f.depth = 0;
+    f.phase = kObjKey;
+    return Step::kRefeed;
+  };
+  switch (f.phase) {
+    case kObjExpectOpen:
+      if (s != '{') return Step::kReject;
+      f.phase = kObjKeyOrClose;
+      return Step::kAccept;
+    case kObjKeyOrClose:
+      if (s == '}') return required_done ? Step::kAcceptPop : Step::kReject;
+      return start_key();
+    case kObjKeyStart:
+      return start_key();
+    case kObjKey: {
+      if (s == ':') {
+        if (f.lo >= f.hi || n.choices[f.lo].size() != f.depth || (f.seen >> f.lo & 1)) return Step::kReject;
+        f.seen |= 1ull << f.lo;
+        f.phase = kObjAfterValue;
+        return PushValue(n.children[f.lo]) ? Step::kAccept : Step::kReject;
+      }
+      if (s >= 256 || !NarrowChoice(n.choices, f, static_cast<uint8_t>(s))) return Step::kReject;
+      for (size_t i = f.lo; i < f.hi; ++i) {
+        if (!(f.seen >> i & 1)) return Step::kAccept;  // some unused key still fits the prefix
+      }
+      return Step::kReject;
+    }
+    case kObjAfterValue:
+      if (s == ',') {
+        if (!more_keys) return Step::kReject;
+        f.phase = kObjKeyStart;
+        return Step::kAccept;
+      }
+      if (s == '}') return required_done ? Step::kAcceptPop : Step::kReject;
+      return Step::kReject;
+    default:
+      return Step::kReject;
+  }
+}
+
+CallMatcher::Step CallMatcher::FeedFreeKey(Frame& f, int s) {
+  if (s == ':') {
+    if (f.count == 0) return Step::kReject;
+    // Replace the key frame by the value it introduces.
+    --top_;
+    return PushValue(kAnyNode) ? Step::kAccept : Step::kReject;
+  }
+  if (s >= 256 || !IsKeyByte(s) || f.count >= g_->limits().max_free_key_bytes) return Step::kReject;
+  ++f.count;
+  return Step::kAccept;
+}
+
+CallMatcher::Step CallMatcher::FeedString(Frame& f, int s) {
+  if (f.phase == 0) {
+    if (s != kSymEscape) return Step::kReject;
+    f.phase = 1;
+    return Step::kAccept;
+  }
+  if (s == kSymEscape) return f.utf8_need == 0 ? Step::kAcceptPop : Step::kReject;
+  if (s >= 256) return Step::kReject;
+  // Room for the whole character: a lead byte needing k more bytes must fit them under the cap.
+  const uint32_t need = s >= 0xF0 ? 3 : s >= 0xE0 ? 2 : s >= 0xC0 ? 1 : 0;
+  if (f.utf8_need == 0 && f.count + 1 + need > g_->limits().max_string_bytes) return Step::kReject;
+  if (!TextByte(f, static_cast<uint8_t>(s))) return Step::kReject;
+  ++f.count;
+  return Step::kAccept;
+}
+
+CallMatcher::Step CallMatcher::FeedEnum(Frame& f, int s) {
+  const auto& values = g_->nodes()[static_cast<size_t>(f.node)].choices;
+  if (f.phase == 0) {
+    if (s != kSymEscape) return Step::kReject;
+    f.phase = 1;
+    f.lo = 0;
+    f.hi = static_cast<uint16_t>(values.size());
+    f.depth = 0;
+    return Step::kAccept;
+  }
+  if (s == kSymEscape) return f.lo < f.hi && values[f.lo].size() == f.depth ? Step::kAcceptPop : Step::kReject;
+  if (s >= 256 || !NarrowChoice(values, f, static_cast<uint8_t>(s))) return Step::kReject;
+  return Step::kAccept;
+}
+
+CallMatcher::Step CallMatcher::FeedNumber(Frame& f, int s) {
+  // f.count counts the digits of the current part. Caps keep every value finite and exact enough
+  // for its JSON type: integers fit int64 (18 digits), floats have at most 15 + 15 digits and a
+  // two-digit exponent.
+  const uint32_t int_cap = f.integer ? 18 : 15, frac_cap = 15, exp_cap = 2;
+  auto next = [&](uint8_t phase, bool new_part) {
+    f.count = new_part ? 0 : f.count + 1;
+    f.phase = phase;
+    return Step::kAccept;
+  };
+  switch (f.phase) {
+    case kNumStart:
+      if (s == '-') return next(kNumSign, true);
+      [[fallthrough]];
+    case kNumSign:
+      if (s == '0') return next(kNumZero, false);
+      if (s >= '1' && s <= '9') return next(kNumInt, false);
+      return Step::kReject;
+    case kNumZero:
+    case kNumInt:
+      if (f.phase == kNumInt && IsDigit(s) && f.count < int_cap) return next(kNumInt, false);
+      if (!f.integer && s == '.') return next(kNumFrac0, true);
+      if (!f.integer && (s == 'e' || s == 'E')) return next(kNumExp0, true);
+      return Step::kPopAndRefeed;
+    case kNumFrac0:
+      return IsDigit(s) ? next(kNumFrac, false) : Step::kReject;
+    case kNumFrac:
+      if (IsDigit(s) && f.count < frac_cap) return next(kNumFrac, false);
+      if (s == 'e' || s == 'E') return next(kNumExp0, true);
+      return Step::kPopAndRefeed;
+    case kNumExp0:
+      if (s == '+' || s == '-') return next(kNumExpSign, true);
+      [[fallthrough]];
+    case kNumExpSign:
+      return IsDigit(s) ? next(kNumExp, false) : Step::kReject;
+    case kNumExp:
+      if (IsDigit(s) && f.count < exp_cap) return next(kNumExp, false);
+      return Step::kPopAndRefeed;
+    default:
+      return Step::kReject;
+  }
+}
+
+CallMatcher::Step CallMatcher::FeedBoolean(Frame& f, int s) {
+  if (f.lo < f.hi && kBooleans[f.lo].size() == f.depth) return Step::kPopAndRefeed;
+  if (s >= 256 || !NarrowChoice(kBooleans, f, static_cast<uint8_t>(s))) return Step::kReject;
+  return Step::kAccept;
+}
+
+CallMatcher::Step CallMatcher::FeedArray(Frame& f, int s) {
+  const int item = g_->nodes()[static_cast<size_t>(f.node)].children[0];
+  switch (f.phase) {
+    case 0:
+      if (s != '[') return Step::kReject;
+      f.phase = 1;
+      return Step::kAccept;
+    case 1:
+      if (s == ']') return Step::kAcceptPop;
+      f.phase = 2;
+      f.count = 1;
+      return PushValue(item) ? Step::kRefeed : Step::kReject;
+    case 2:
+      if (s == ']') return Step::kAcceptPop;
+      if (s == ',' && f.count < g_->limits().max_array_items) {
+        ++f.count;
+        return PushValue(item) ? Step::kAccept : Step::kReject;
+      }
+      return Step::kReject;
+    default:
+      return Step::kReject;
+  }
+}
+
+CallMatcher::Step CallMatcher::FeedAny(Frame& f, int s) {
+  // The first symbol decides the value's type; the frame becomes that type and sees it again.
+  Frame v;
+  if (s == kSymEscape) {
+    v.kind = FrameKind::kString;
+  } else if (s == '-' || IsDigit(s)) {
+    v.kind = FrameKind::kNumber;
+  } else if (s == 't' || s == 'f') {
+    v.kind = FrameKind::kBoolean;
+    v.hi = 2;
+  } else if (s == '[') {
+    v.kind = FrameKind::kArray;
+    v.node = kAnyArrayNode;
+  } else if (s == '{') {
+    v.kind = FrameKind::kObject;
+    v.node = kFreeObjectNode;
+    v.phase = kObjExpectOpen;
+  } else {
+    return Step::kReject;
+  }
+  // Nested "any" values would otherwise nest without bound; the depth cap in Push ends them.
+  f = v;
+  return Step::kRefeed;
+}
+
+}  // namespace fgemma

@@ -1,0 +1,164 @@
+// The grammar of FunctionGemma calls, compiled from a tool catalog, and an incremental matcher.
+//
+//   turn  := text END_OF_TURN                                   (tool_choice auto / none)
+//          | call+ (START_FUNCTION_RESPONSE | END_OF_TURN | EOS)  (auto / required / named)
+//   call  := START_FUNCTION_CALL "call:" NAME "{" args "}" END_FUNCTION_CALL
+//   args  := "" | KEY ":" value ("," KEY ":" value)*   (declared keys, each once, required ones all)
+//   value := ESCAPE utf8-text ESCAPE | ESCAPE enum-value ESCAPE | integer | number | true | false
+//          | "[" (value ("," value)*)? "]" | "{" args "}"
+//
+// Symbols are bytes (0-255) of the decoded text plus the control tokens (kSym*). Every construct
+// has a bound (string bytes, number characters, array items, calls, text bytes), so every path
+// reaches an end in a bounded number of symbols: constrained decoding always terminates with a call
+// that parses and validates, even on a model with random weights.
+//
+// The matcher's state is a small fixed-size value: copying it is how the token-mask search and the
+// jump-forward probe explore continuations, and Feed() never allocates.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chat/request.h"
+#include "util/status.h"
+
+namespace fgemma {
+
+// Control-token symbols (after the 256 byte values).
+enum : int {
+  kSymStartCall = 256,     // <start_function_call>
+  kSymEndCall = 257,       // <end_function_call>
+  kSymEscape = 258,        // <escape>
+  kSymStartResponse = 259, // <start_function_response>
+  kSymEndOfTurn = 260,     // <end_of_turn>
+  kSymEos = 261,           // <eos>
+  kNumSymbols = 262,
+};
+
+enum class ToolChoiceMode { kAuto, kRequired, kNone, kFunction };
+
+struct ToolChoice {
+  ToolChoiceMode mode = ToolChoiceMode::kAuto;
+  std::string function;  // kFunction: the one function to call
+};
+// Parses OpenAI's tool_choice: "auto" | "required" | "none" | {"type":"function","function":{"name":..}}
+// (also a bare function name). Unknown tools are an error naming the name.
+Result<ToolChoice> ParseToolChoice(const Json& value, const std::vector<Tool>& tools);
+
+struct GrammarLimits {
+  uint32_t max_string_bytes = 200;
+  uint32_t max_array_items = 8;
+  uint32_t max_calls = 4;
+  uint32_t max_text_bytes = 1024;
+  uint32_t max_free_keys = 8;        // objects without declared properties
+  uint32_t max_free_key_bytes = 32;
+};
+
+class CallGrammar {
+ public:
+  static Result<CallGrammar> Compile(const std::vector<Tool>& tools, const ToolChoice& choice,
+                                     const GrammarLimits& limits = {});
+
+  enum class Kind : uint8_t { kString, kEnum, kInteger, kNumber, kBoolean, kArray, kObject, kAny };
+  struct Node {
+    Kind kind = Kind::kAny;
+    std::vector<std::string> choices;  // kEnum: values; kObject: property names; both sorted bytewise
+    std::vector<int> children;         // kObject: node per sorted property; kArray: {item} (-1: any)
+    uint64_t required_mask = 0;        // kObject: bit i = choices[i] is required
+    bool free_keys = false;            // kObject without declared properties: any identifier keys
+  };
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<std::string>& function_names() const { return function_names_; }  // sorted
+  int function_params(size_t i) const { return function_params_[i]; }
+  const ToolChoice& choice() const { return choice_; }
+  const GrammarLimits& limits() const { return limits_; }
+  int forced_function() const { return forced_function_; }  // index into function_names, or -1
+
+ private:
+  Result<int> AddNode(const Schema* schema, int depth);
+  std::vector<Node> nodes_;
+  std::vector<std::string> function_names_;
+  std::vector<int> function_params_;
+  ToolChoice choice_;
+  GrammarLimits limits_;
+  int forced_function_ = -1;
+};
+
+class CallMatcher {
+ public:
+  explicit CallMatcher(const CallGrammar* grammar);
+  CallMatcher(const CallMatcher& other) { CopyFrom(other); }
+  CallMatcher& operator=(const CallMatcher& other) {
+    CopyFrom(other);
+    return *this;
+  }
+  // Copies only the live frames: the state is copied once per byte in the token-mask search.
+  void CopyFrom(const CallMatcher& other);
+
+  // Consumes one symbol; false if the grammar does not allow it here (the state is then unusable:
+  // callers probe on a copy).
+  bool Feed(int symbol);
+  // Consumes bytes; false (state unspecified) on the first refusal.
+  bool FeedBytes(std::string_view bytes);
+  bool Accepts(int symbol) const {
+    CallMatcher copy = *this;
+    return copy.Feed(symbol);
+  }
+  // True once the turn is complete (nothing more may follow).
+  bool Done() const;
+  // Calls completed so far, and whether the turn went the plain-text way.
+  uint32_t calls() const { return calls_; }
+  bool is_text() const { return text_; }
+
+  static constexpr int kMaxDepth = 16;
+
+ private:
+  enum class FrameKind : uint8_t { kTop, kObject, kString, kEnum, kNumber, kBoolean, kArray, kAny, kFreeKey };
+  struct Frame {
+    FrameKind kind = FrameKind::kTop;
+    uint8_t phase = 0;
+    uint8_t utf8_need = 0;      // string/text: continuation bytes still expected
+    uint8_t utf8_lo = 0x80;     // string/text: range of the next continuation byte
+    uint8_t utf8_hi = 0xBF;
+    uint8_t escape_seen = 0;    // string/text: bytes of "<escape>" matched as plain text
+    bool integer = false;       // number: integers only
+    int16_t node = 0;           // grammar node
+    uint16_t lo = 0, hi = 0;    // choice matching: candidate range in a sorted list
+    uint16_t depth = 0;         // choice matching: bytes matched so far
+    uint32_t count = 0;         // string bytes / number chars / array items / free keys
+    uint64_t seen = 0;          // object: properties emitted
+  };
+  // kAcceptPop: consumed, and the frame is complete. kPopAndRefeed: the frame ended just before
+  // this symbol (a number or boolean has no closing mark). kRefeed: the frame changed shape or
+  // pushed a child; dispatch the same symbol again to the new innermost frame.
+  enum class Step { kAccept, kAcceptPop, kReject, kPopAndRefeed, kRefeed };
+
+  Step FeedFrame(Frame& f, int symbol);
+  Step FeedTop(Frame& f, int symbol);
+  Step FeedObject(Frame& f, int symbol);
+  Step FeedString(Frame& f, int symbol);
+  Step FeedEnum(Frame& f, int symbol);
+  Step FeedNumber(Frame& f, int symbol);
+  Step FeedBoolean(Frame& f, int symbol);
+  Step FeedArray(Frame& f, int symbol);
+  Step FeedAny(Frame& f, int symbol);
+  Step FeedFreeKey(Frame& f, int symbol);
+  bool PushValue(int node);
+  bool Push(const Frame& f);
+  // Narrows [lo, hi) of `names` to those whose byte `depth` is `b`.
+  static bool NarrowChoice(const std::vector<std::string>& names, Frame& f, uint8_t b);
+  // Byte of plain UTF-8 text; tracks validity and forbids spelling "<escape>".
+  static bool TextByte(Frame& f, uint8_t b);
+
+  const CallGrammar* g_;
+  std::array<Frame, kMaxDepth> stack_{};
+  int top_ = 0;  // index of the innermost frame
+  uint32_t calls_ = 0;
+  bool text_ = false;
+};
+
+}  // namespace fgemma

@@ -1,0 +1,76 @@
+#include "runtime/call_generator.h"
+
+#include <algorithm>
+
+namespace fgemma {
+
+CallGenerator::CallGenerator(const ConstraintVocab& vocab, const CallGrammar& grammar, int32_t vocab_size)
+    : vocab_(vocab),
+      grammar_(grammar),
+      matcher_(&grammar),
+      scratch_(vocab.NewScratch(CallMatcher(&grammar))),
+      mask_((static_cast<size_t>(vocab_size) + 63) / 64) {
+  allowed_.reserve(static_cast<size_t>(vocab_size));
+  pending_.reserve(4096);
+}
+
+Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt, const ConstrainedOptions& opt,
+                               std::vector<int32_t>* out, ConstrainedStats* stats) {
+  matcher_ = CallMatcher(&grammar_);
+  ConstrainedStats st;
+  out->clear();
+  pending_.assign(prompt.begin(), prompt.end());
+  size_t forced_next = 0;  // tokens of forced_ already emitted (jump-forward off)
+  forced_.clear();
+
+  while (!matcher_.Done() && out->size() < opt.max_tokens) {
+    if (forced_next >= forced_.size()) {
+      vocab_.ForcedTokens(matcher_, &forced_);
+      forced_next = 0;
+    }
+    if (!forced_.empty() && opt.jump_forward) {
+      // Append the whole forced run; it is evaluated with the next head step's batch.
+      for (int32_t id : forced_) {
+        if (!vocab_.FeedToken(matcher_, id)) return Internal("forced token refused by the grammar");
+        out->push_back(id);
+        pending_.push_back(id);
+      }
+      st.forced_tokens += forced_.size();
+      forced_.clear();
+      continue;
+    }
+    // One head step. The allowed set is either the next forced token or the grammar's choice.
+    if (!forced_.empty()) {
+      allowed_.assign(1, forced_[forced_next++]);
+    } else {
+      vocab_.Allowed(matcher_, scratch_, &allowed_);
+      if (allowed_.empty()) return Internal("grammar allows no token (constraint compiler bug)");
+    }
+    HeadRequest head;
+    head.index = pending_.size() - 1;
+    const bool restrict = opt.restricted_head && allowed_.size() <= opt.restricted_max;
+    if (restrict) {
+      head.candidates = allowed_;
+      st.head_rows += allowed_.size();
+      ++st.restricted_steps;
+    } else {
+      std::fill(mask_.begin(), mask_.end(), 0);
+      for (int32_t id : allowed_) mask_[static_cast<uint32_t>(id) >> 6] |= 1ull << (id & 63);
+      head.allowed_mask = mask_.data();
+      st.head_rows += static_cast<size_t>(session.model().config().vocab_size);
+    }
+    if (pending_.empty()) return Internal("constrained step with nothing to evaluate");
+    FGEMMA_RETURN_IF_ERROR(session.Evaluate(pending_, std::span<HeadRequest>(&head, 1)));
+    ++st.model_calls;
+    ++st.head_steps;
+    const int32_t token = head.argmax;
+    if (!vocab_.FeedToken(matcher_, token)) return Internal("head chose a token outside the allowed set");
+    out->push_back(token);
+    pending_.assign(1, token);
+  }
+  st.tokens = out->size();
+  if (stats) *stats = st;
+  return Status::Ok();
+}
+
+}  // namespace fgemma

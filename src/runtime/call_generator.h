@@ -1,0 +1,58 @@
+// Constrained generation of a FunctionGemma turn, with the two exact speed-ups:
+//  - restricted head: when the grammar allows few tokens, only those rows of the tied embedding are
+//    multiplied (instead of all 262,144);
+//  - jump-forward: when the grammar forces a continuation ("call:", the rest of a unique name, "{",
+//    <escape>, "}<end_function_call>"), its canonical tokens are appended without evaluating the head
+//    and run through the model together with the next step's input, as one batch.
+// Both leave the chosen tokens unchanged: with them off, the same step computes the full head and
+// takes the argmax over the same allowed set (a forced token is the only allowed one).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "chat/call_grammar.h"
+#include "runtime/session.h"
+#include "runtime/token_constraint.h"
+
+namespace fgemma {
+
+struct ConstrainedOptions {
+  bool restricted_head = true;
+  bool jump_forward = true;
+  size_t restricted_max = 8192;  // allowed-set size up to which the head is restricted
+  size_t max_tokens = 1024;      // hard cap on generated tokens (the grammar's bounds come first)
+};
+
+struct ConstrainedStats {
+  size_t tokens = 0;            // tokens generated
+  size_t head_steps = 0;        // steps that evaluated the head
+  size_t restricted_steps = 0;  // of which with a restricted head
+  size_t forced_tokens = 0;     // tokens appended by jump-forward (no head)
+  size_t head_rows = 0;         // embedding rows multiplied, summed over steps
+  size_t model_calls = 0;       // Session::Evaluate calls
+};
+
+class CallGenerator {
+ public:
+  CallGenerator(const ConstraintVocab& vocab, const CallGrammar& grammar, int32_t vocab_size);
+
+  // Evaluates `prompt` (appended at the session's position), then generates one constrained turn.
+  // `out` receives the generated ids. Fails only on model errors (context exhausted, ...).
+  Status Generate(Session& session, std::span<const int32_t> prompt, const ConstrainedOptions& options,
+                  std::vector<int32_t>* out, ConstrainedStats* stats);
+
+  bool finished() const { return matcher_.Done(); }
+
+ private:
+  const ConstraintVocab& vocab_;
+  const CallGrammar& grammar_;
+  CallMatcher matcher_;
+  ConstraintVocab::Scratch scratch_;
+  std::vector<int32_t> allowed_;
+  std::vector<int32_t> forced_;
+  std::vector<int32_t> pending_;
+  std::vector<uint64_t> mask_;
+};
+
+}  // namespace fgemma

@@ -1,0 +1,50 @@
+// Token-level view of a CallGrammar: which vocabulary entries the matcher accepts next, and the
+// canonical tokens of a continuation the grammar forces.
+//
+// The vocabulary's byte strings are sorted once; the allowed-token search walks them in order,
+// reusing the matcher state of the common prefix with the previous entry and skipping every entry
+// that shares a refused prefix (an implicit trie), so a step costs the accepted bytes plus one
+// comparison per entry.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chat/call_grammar.h"
+#include "tokenizer/tokenizer.h"
+
+namespace fgemma {
+
+class ConstraintVocab {
+ public:
+  static Result<ConstraintVocab> Build(const Tokenizer& tokenizer);
+
+  // Fills `out` (cleared first) with every token id the matcher accepts next, ascending.
+  // `scratch` must come from NewScratch() and is reused across calls (no allocation per step).
+  struct Scratch {
+    std::vector<CallMatcher> states;  // matcher after 0..max_len bytes of the current entry
+  };
+  Scratch NewScratch(const CallMatcher& prototype) const;
+  void Allowed(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out) const;
+
+  // Feeds token `id` to the matcher; false if refused.
+  bool FeedToken(CallMatcher& m, int32_t id) const;
+
+  // The run of symbols the grammar forces from `state` (empty when it offers a choice), as canonical
+  // tokens: text runs encoded by the tokenizer, control symbols as their ids.
+  void ForcedTokens(const CallMatcher& state, std::vector<int32_t>* out) const;
+
+  int32_t vocab_size() const { return static_cast<int32_t>(symbol_of_.size()); }
+
+ private:
+  const Tokenizer* tokenizer_ = nullptr;
+  std::vector<std::string> bytes_;       // decoded bytes per id ("" for symbol/never tokens)
+  std::vector<int16_t> symbol_of_;       // per id: control symbol (kSym*), -1 = bytes, -2 = never
+  std::vector<int32_t> symbol_token_;    // per control symbol - 256: token id
+  std::vector<int32_t> order_;           // byte-token ids sorted by bytes
+  std::vector<uint16_t> lcp_;            // common prefix with the previous entry in order_
+  size_t max_len_ = 0;
+};
+
+}  // namespace fgemma

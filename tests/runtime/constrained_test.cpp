@@ -1,0 +1,115 @@
+// Constrained decoding: every generated call parses and validates, in every tool_choice mode, and the
+// restricted head and jump-forward change no token.
+#include "constrained_support.h"
+
+namespace fgemma {
+namespace {
+
+using test::ConstrainedWorld;
+
+// Feeds text with control tokens spelled out to a matcher.
+bool FeedText(CallMatcher& m, std::string_view text) {
+  const std::pair<std::string_view, int> marks[] = {{"<start_function_call>", kSymStartCall}, {"<end_function_call>", kSymEndCall},
+                                                    {"<escape>", kSymEscape}, {"<start_function_response>", kSymStartResponse},
+                                                    {"<end_of_turn>", kSymEndOfTurn}};
+  size_t i = 0;
+  while (i < text.size()) {
+    bool matched = false;
+    for (const auto& [mark, sym] : marks) {
+      if (text.substr(i, mark.size()) == mark) {
+        if (!m.Feed(sym)) return false;
+        i += mark.size();
+        matched = true;
+        break;
+      }
+    }
+    if (!matched && !m.Feed(static_cast<uint8_t>(text[i++]))) return false;
+  }
+  return true;
+}
+
+TEST(CallGrammar, AcceptsFormattedCallsAndRejectsViolations) {
+  auto tools = ParseTools(OrderedJson::parse(R"([{"type":"function","function":{"name":"set_light","description":"d",
+    "parameters":{"type":"object","properties":{"room":{"type":"string","enum":["kitchen","hall"]},
+    "level":{"type":"integer"},"on":{"type":"boolean"},"rgb":{"type":"array","items":{"type":"number"}},
+    "who":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}},"required":["room"]}}},
+    {"type":"function","function":{"name":"ping","description":"p","parameters":{"type":"object","properties":{}}}}])"));
+  ASSERT_TRUE(tools.ok()) << tools.status().ToString();
+  auto g = CallGrammar::Compile(tools.value(), ToolChoice{});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto accepts = [&](std::string_view text) {
+    CallMatcher m(&g.value());
+    return FeedText(m, text) && m.Done();
+  };
+  EXPECT_TRUE(accepts("<start_function_call>call:set_light{level:-3,on:true,rgb:[0.5,1e-05,2],room:<escape>kitchen<escape>,"
+                      "who:{name:<escape>Ann, \"A\" {x}<escape>}}<end_function_call><start_function_response>"));
+  EXPECT_TRUE(accepts("<start_function_call>call:ping{}<end_function_call><start_function_call>call:set_light{room:<escape>hall<escape>}"
+                      "<end_function_call><end_of_turn>"));
+  EXPECT_TRUE(accepts("Sure, done.<end_of_turn>"));
+  EXPECT_FALSE(accepts("<start_function_call>call:set_light{}<end_function_call><end_of_turn>"));               // required
+  EXPECT_FALSE(accepts("<start_function_call>call:set_lights{room:<escape>hall<escape>}<end_function_call><end_of_turn>"));
+  EXPECT_FALSE(accepts("<start_function_call>call:set_light{room:<escape>attic<escape>}<end_function_call><end_of_turn>"));
+  EXPECT_FALSE(accepts("<start_function_call>call:set_light{room:<escape>hall<escape>,level:1.5}<end_function_call><end_of_turn>"));
+  EXPECT_FALSE(accepts("<start_function_call>call:set_light{room:<escape>hall<escape>,room:<escape>hall<escape>}<end_function_call><end_of_turn>"));
+  EXPECT_FALSE(accepts("<start_function_call>call:set_light{room:<escape>hall<escape>,who:{}}<end_function_call><end_of_turn>"));
+  EXPECT_FALSE(accepts("<start_function_call>call:ping{x:1}<end_function_call><end_of_turn>"));
+  // Strings must be whole UTF-8 and may not spell the escape marker.
+  EXPECT_FALSE(accepts("<start_function_call>call:set_light{room:<escape>hall<escape>,who:{name:<escape>a<escape>b<escape>}}"
+                       "<end_function_call><end_of_turn>"));
+  CallMatcher m(&g.value());
+  EXPECT_TRUE(FeedText(m, "<start_function_call>call:set_light{room:<escape>hall<escape>,who:{name:<escape>"));
+  EXPECT_FALSE(CallMatcher(m).FeedBytes("<escape>"));
+  EXPECT_FALSE(CallMatcher(m).FeedBytes("\xC3"
+                                        "A"));
+  // tool_choice: none forbids calls; a named function forbids the others and a second call.
+  auto none = CallGrammar::Compile(tools.value(), ToolChoice{ToolChoiceMode::kNone, ""}).value();
+  CallMatcher n(&none);
+  EXPECT_FALSE(n.Feed(kSymStartCall));
+  auto named = CallGrammar::Compile(tools.value(), ToolChoice{ToolChoiceMode::kFunction, "ping"}).value();
+  CallMatcher p(&named);
+  EXPECT_FALSE(FeedText(p, "<start_function_call>call:set"));
+  CallMatcher p2(&named);
+  EXPECT_TRUE(FeedText(p2, "<start_function_call>call:ping{}<end_function_call>"));
+  EXPECT_FALSE(p2.Accepts(kSymStartCall));
+  EXPECT_FALSE(CallGrammar::Compile(tools.value(), ToolChoice{ToolChoiceMode::kFunction, "nope"}).ok());
+}
+
+TEST(ConstrainedDecoding, RandomCatalogsAlwaysParseAndValidate) { test::RunRandomCatalogs(24, 7); }
+
+TEST(ConstrainedDecoding, RestrictedHeadAndJumpForwardChangeNothing) {
+  auto& w = ConstrainedWorld::Get();
+  test::CatalogGenerator gen(99);
+  SessionOptions so;
+  so.context = 4096;
+  so.threads = 2;
+  auto session = Session::Create(w.model, so).value();
+  size_t total_tokens = 0, restricted = 0, forced = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    ChatRequest req = test::MakeRequest(gen.Tools(2 + gen.Pick(3)), gen.Utterance());
+    auto grammar = CallGrammar::Compile(req.tools, ToolChoice{ToolChoiceMode::kRequired, ""}).value();
+    const auto ids = w.tokenizer.Encode(RenderPrompt(req).value());
+    std::vector<int32_t> fast, plain;
+    ConstrainedStats fs, ps;
+    CallGenerator a(w.vocab, grammar, w.model->config().vocab_size);
+    session->Reset();
+    ASSERT_TRUE(a.Generate(*session, ids, ConstrainedOptions{}, &fast, &fs).ok());
+    ConstrainedOptions off;
+    off.restricted_head = false;
+    off.jump_forward = false;
+    CallGenerator b(w.vocab, grammar, w.model->config().vocab_size);
+    session->Reset();
+    ASSERT_TRUE(b.Generate(*session, ids, off, &plain, &ps).ok());
+    EXPECT_EQ(fast, plain) << "catalog " << i;
+    EXPECT_EQ(ps.restricted_steps, 0u);
+    EXPECT_EQ(ps.forced_tokens, 0u);
+    total_tokens += fs.tokens;
+    restricted += fs.restricted_steps;
+    forced += fs.forced_tokens;
+  }
+  EXPECT_GT(restricted, 0u);
+  EXPECT_GT(forced, 0u);
+  std::printf("%zu tokens: %zu by jump-forward, %zu restricted-head steps\n", total_tokens, forced, restricted);
+}
+
+}  // namespace
+}  // namespace fgemma
