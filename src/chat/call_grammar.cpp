@@ -170,6 +170,22 @@ void CallMatcher::CopyFrom(const CallMatcher& o) {
   std::memcpy(static_cast<void*>(stack_.data()), o.stack_.data(), static_cast<size_t>(top_ + 1) * sizeof(Frame));
 }
 
+bool CallMatcher::TextState(uint32_t* key, uint32_t* room) const {
+  const Frame& f = stack_[static_cast<size_t>(top_)];
+  uint32_t cap = 0;
+  if (f.kind == FrameKind::kString && f.phase == 1) {
+    cap = g_->limits().max_string_bytes;
+  } else if (f.kind == FrameKind::kTop && f.phase == kTopText) {
+    cap = g_->limits().max_text_bytes;
+  } else {
+    return false;
+  }
+  *room = f.count >= cap ? 0 : cap - f.count;
+  *key = static_cast<uint32_t>(f.utf8_need) | static_cast<uint32_t>(f.utf8_lo) << 8 |
+         static_cast<uint32_t>(f.utf8_hi) << 16 | static_cast<uint32_t>(f.escape_seen) << 24;
+  return true;
+}
+
 bool CallMatcher::Done() const { return top_ == 0 && stack_[0].phase == kTopDone; }
 
 bool CallMatcher::Feed(int symbol) {

@@ -110,6 +110,10 @@ class CallMatcher {
   }
   // True once the turn is complete (nothing more may follow).
   bool Done() const;
+  // When the innermost construct is free text (a string value's body or a plain-text answer),
+  // returns true with `key` describing the text state (UTF-8 and "<escape>" progress) and `room`
+  // the bytes still allowed: then which ordinary tokens are accepted depends on nothing else.
+  bool TextState(uint32_t* key, uint32_t* room) const;
   // Calls completed so far, and whether the turn went the plain-text way.
   uint32_t calls() const { return calls_; }
   bool is_text() const { return text_; }

@@ -60,6 +60,26 @@ ConstraintVocab::Scratch ConstraintVocab::NewScratch(const CallMatcher& prototyp
 }
 
 void ConstraintVocab::Allowed(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out) const {
+  uint32_t key = 0, room = 0;
+  if (state.TextState(&key, &room) && room >= max_len_) {
+    // With room for the longest token, acceptance depends only on the text state: search once.
+    auto it = std::find_if(scratch.text_sets.begin(), scratch.text_sets.end(), [&](const auto& e) { return e.first == key; });
+    if (it == scratch.text_sets.end()) {
+      scratch.text_sets.emplace_back(key, std::vector<int32_t>());
+      Search(state, scratch, &scratch.text_sets.back().second);
+      it = scratch.text_sets.end() - 1;
+    }
+    out->assign(it->second.begin(), it->second.end());
+  } else {
+    Search(state, scratch, out);
+  }
+  for (int sym = 256; sym < kNumSymbols; ++sym) {
+    const int32_t id = symbol_token_[static_cast<size_t>(sym - 256)];
+    if (id >= 0 && state.Accepts(sym)) out->push_back(id);
+  }
+}
+
+void ConstraintVocab::Search(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out) const {
   out->clear();
   auto& states = scratch.states;
   states[0] = state;
@@ -83,11 +103,6 @@ void ConstraintVocab::Allowed(const CallMatcher& state, Scratch& scratch, std::v
     valid = d;
     if (ok) out->push_back(order_[i]);
   }
-  for (int sym = 256; sym < kNumSymbols; ++sym) {
-    const int32_t id = symbol_token_[static_cast<size_t>(sym - 256)];
-    if (id >= 0 && state.Accepts(sym)) out->push_back(id);
-  }
-  std::sort(out->begin(), out->end());
 }
 
 bool ConstraintVocab::FeedToken(CallMatcher& m, int32_t id) const {

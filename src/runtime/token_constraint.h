@@ -20,13 +20,18 @@ class ConstraintVocab {
  public:
   static Result<ConstraintVocab> Build(const Tokenizer& tokenizer);
 
-  // Fills `out` (cleared first) with every token id the matcher accepts next, ascending.
-  // `scratch` must come from NewScratch() and is reused across calls (no allocation per step).
+  // Fills `out` (cleared first) with every token id the matcher accepts next (in no particular
+  // order). `scratch` must come from NewScratch() and is reused across calls.
   struct Scratch {
     std::vector<CallMatcher> states;  // matcher after 0..max_len bytes of the current entry
+    // Ordinary tokens accepted in free text, by text state (see CallMatcher::TextState): inside a
+    // string or a text answer nearly every token is allowed, and the set depends only on that state.
+    std::vector<std::pair<uint32_t, std::vector<int32_t>>> text_sets;
   };
   Scratch NewScratch(const CallMatcher& prototype) const;
   void Allowed(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out) const;
+  // The search itself, over every ordinary token (Allowed adds control tokens and caching).
+  void Search(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out) const;
 
   // Feeds token `id` to the matcher; false if refused.
   bool FeedToken(CallMatcher& m, int32_t id) const;

@@ -13,8 +13,9 @@
 
 namespace fgemma {
 namespace {
-// ~50-100 us of spinning before sleeping: covers the gap between consecutive loops of one token.
-constexpr int kSpinIterations = 20000;
+// A few tens of microseconds of spinning before sleeping: covers the gap between consecutive loops
+// of one token without burning a core that another process (or the caller's serial work) needs.
+constexpr int kSpinIterations = 2000;
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
