@@ -184,7 +184,10 @@ class GgufFile {
   // ---- tensors ----
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }  // in file order
   const GgufTensorInfo* FindTensor(std::string_view name) const;          // nullptr when absent
-  const uint8_t* TensorData(const GgufTensorInfo& t) const { return data_ + (data_offset_ + t.offset); }
+  // The tensor's bytes (t.n_bytes of them; checked to lie inside the file when it was opened).
+  const uint8_t* TensorData(const GgufTensorInfo& t) const {
+    return data_ + static_cast<size_t>(data_offset_ + t.offset);
+  }
   // A [rows = ne[1]*ne[2]*ne[3], cols = ne[0]] view into the mapping. NotFound for an unknown name,
   // Unsupported for ggml types fgemma has no DType for (Q4_K, ...).
   Result<TensorView> GetTensorView(std::string_view name) const;
