@@ -6,7 +6,11 @@
 #include <limits>
 #include <type_traits>
 
+#include "io/gguf_internal.h"
+
 namespace fgemma {
+
+using gguf_internal::Quoted;
 
 static_assert(std::endian::native == std::endian::little, "GGUF is little-endian; big-endian hosts are not supported");
 
@@ -96,15 +100,6 @@ bool IntegerFits(uint64_t bits, GgufType t, T* out) {
   if (bits > static_cast<uint64_t>(std::numeric_limits<T>::max())) return false;
   *out = static_cast<T>(bits);
   return true;
-}
-
-std::string Quoted(std::string_view s) {
-  std::string q;
-  q.reserve(s.size() + 2);
-  q.push_back('\'');
-  q.append(s);
-  q.push_back('\'');
-  return q;
 }
 
 }  // namespace
@@ -268,7 +263,12 @@ class GgufParser {
       std::string got;
       for (int i = 0; i < 4; ++i) {
         const unsigned char c = data_[i];
-        got += (c >= 0x20 && c < 0x7f) ? std::string(1, static_cast<char>(c)) : "\\x" + std::to_string(c);
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+          got.push_back(static_cast<char>(c));
+        } else {
+          static const char kHex[] = "0123456789abcdef";
+          got += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+        }
       }
       return Corrupt("magic", 0, "expected \"GGUF\", found \"" + got + "\"; not a GGUF file");
     }
@@ -763,7 +763,7 @@ Status ParseGgufFromMemory(const uint8_t* data, size_t size) {
   std::vector<float> row;
   for (const GgufTensorInfo& t : f.tensors()) {
     auto view = f.GetTensorView(t);
-    if (!view.ok() || view->rows == 0 || view->cols > (1u << 20)) continue;
+    if (!view.ok() || view->rows == 0 || view->cols == 0 || view->cols > (1u << 20)) continue;
     row.resize(view->cols);
     DequantizeRow(*view, 0, row.data());
     DequantizeRow(*view, view->rows - 1, row.data());

@@ -160,9 +160,10 @@ class GgufFile {
   const GgufValue* Find(std::string_view key) const;                  // nullptr when absent
   bool Has(std::string_view key) const { return Find(key) != nullptr; }
 
-  // Typed getters: NotFound "missing key", InvalidArgument "wrong type" (naming stored and wanted
-  // types), OutOfRange when an integer does not fit. Integer getters accept any integer type whose
-  // value fits; float getters accept f32 and f64.
+  // Typed getters. Errors: NotFound "metadata key 'k' is missing"; CorruptFile "... has the wrong
+  // type: string, expected an integer (u32)"; OutOfRange when an integer does not fit. Integer
+  // getters accept any integer type whose value fits (u8..i64); float getters accept f32 and f64
+  // (GetF32 narrows an f64); array getters convert element-wise the same way.
   Result<uint32_t> GetU32(std::string_view key) const;
   Result<int32_t> GetI32(std::string_view key) const;
   Result<uint64_t> GetU64(std::string_view key) const;
@@ -184,7 +185,10 @@ class GgufFile {
   // ---- tensors ----
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }  // in file order
   const GgufTensorInfo* FindTensor(std::string_view name) const;          // nullptr when absent
-  const uint8_t* TensorData(const GgufTensorInfo& t) const { return data_ + (data_offset_ + t.offset); }
+  // The tensor's bytes (t.n_bytes of them; checked to lie inside the file when it was opened).
+  const uint8_t* TensorData(const GgufTensorInfo& t) const {
+    return data_ + static_cast<size_t>(data_offset_ + t.offset);
+  }
   // A [rows = ne[1]*ne[2]*ne[3], cols = ne[0]] view into the mapping. NotFound for an unknown name,
   // Unsupported for ggml types fgemma has no DType for (Q4_K, ...).
   Result<TensorView> GetTensorView(std::string_view name) const;

@@ -7,7 +7,11 @@
 #include <cstring>
 #include <limits>
 
+#include "io/gguf_internal.h"
+
 namespace fgemma {
+
+using gguf_internal::Quoted;
 
 namespace {
 
@@ -25,18 +29,17 @@ void AppendString(std::string* out, std::string_view s) {
   out->append(s.data(), s.size());
 }
 
+// Element type, count and elements of an array of strings (any container of string-likes).
+template <typename Strings>
+void AppendStringArray(std::string* out, const Strings& values) {
+  AppendLe(out, static_cast<uint32_t>(GgufType::kString), 4);
+  AppendLe(out, values.size(), 8);
+  for (const auto& s : values) AppendString(out, s);
+}
+
 uint64_t PaddingFor(uint64_t n, uint64_t alignment) {
   const uint64_t r = n % alignment;
   return r == 0 ? 0 : alignment - r;
-}
-
-std::string Quoted(std::string_view s) {
-  std::string q;
-  q.reserve(s.size() + 2);
-  q.push_back('\'');
-  q.append(s);
-  q.push_back('\'');
-  return q;
 }
 
 }  // namespace
@@ -201,9 +204,7 @@ Status GgufWriter::AddArray(std::string_view key, GgufType element_type, const v
 Status GgufWriter::AddStringArray(std::string_view key, const std::vector<std::string>& values) {
   FGEMMA_RETURN_IF_ERROR(CheckMetadataOpen(key));
   PutKey(key, GgufType::kArray);
-  AppendLe(&kv_bytes_, static_cast<uint32_t>(GgufType::kString), 4);
-  AppendLe(&kv_bytes_, values.size(), 8);
-  for (const std::string& s : values) AppendString(&kv_bytes_, s);
+  AppendStringArray(&kv_bytes_, values);
   return Status::Ok();
 }
 
@@ -222,9 +223,7 @@ Status GgufWriter::AddValue(std::string_view key, const GgufValue& value) {
       if (value.array_type == GgufType::kString) {
         FGEMMA_RETURN_IF_ERROR(CheckMetadataOpen(key));
         PutKey(key, GgufType::kArray);
-        AppendLe(&kv_bytes_, static_cast<uint32_t>(GgufType::kString), 4);
-        AppendLe(&kv_bytes_, value.array_strings.size(), 8);
-        for (std::string_view s : value.array_strings) AppendString(&kv_bytes_, s);
+        AppendStringArray(&kv_bytes_, value.array_strings);
         return Status::Ok();
       }
       return AddArray(key, value.array_type, value.array_data, value.array_count);

@@ -142,6 +142,9 @@ TEST_F(GgufMalformed, EveryTruncationFails) {
 TEST_F(GgufMalformed, Magic) {
   b_[0] = 'X';
   ExpectError(b_, ErrorCode::kCorruptFile, {"magic at offset 0", "found \"XGUF\"", "not a GGUF file"});
+  b_[1] = 0;
+  b_[2] = 0xfe;
+  ExpectError(b_, ErrorCode::kCorruptFile, {"found \"X\\x00\\xfeF\""});
 }
 
 TEST_F(GgufMalformed, Version) {

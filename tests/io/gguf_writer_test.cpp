@@ -339,7 +339,6 @@ TEST(GgufWriter, MisuseIsReported) {
 // Streams mini-q8_0.gguf through the writer: every metadata value copied, every tensor declared and
 // written one at a time. The result equals the fixture byte for byte (gguf-py's layout).
 TEST(GgufWriter, RewritesMiniQ8_0Identically) {
-  const std::string fixture = test::FixturePath("models/mini-q8_0.gguf");
   GgufFile src = test::OpenMiniGguf("q8_0");
   const std::string path = test::TempDir() + "/mini-q8_0.gguf";
   GgufWriter w = MustCreate(path);
@@ -378,6 +377,7 @@ TEST(GgufWriter, RewritesMiniQ8_0Identically) {
   }
   ASSERT_EQ(out->file_size(), src.file_size());
   EXPECT_EQ(std::memcmp(out->file_data(), src.file_data(), src.file_size()), 0);
+  std::filesystem::remove(path);  // 24 MB
 }
 
 // The converter path: stream the bf16 file, quantizing its 2-D weights row by row and keeping the
@@ -414,6 +414,7 @@ TEST(GgufWriter, QuantizingConverterReproducesMiniQ4_0) {
   ASSERT_TRUE(fixture.ok());
   ASSERT_EQ(out->size(), fixture->size());
   EXPECT_EQ(std::memcmp(out->data(), fixture->data(), out->size()), 0);
+  std::filesystem::remove(path);  // 16 MB
 }
 
 }  // namespace

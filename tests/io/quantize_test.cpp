@@ -127,7 +127,7 @@ TEST(Quantize, FloatConversions) {
 
 TEST(Quantize, RejectsPartialBlocks) {
   float x[33] = {};
-  uint8_t out[64];
+  uint8_t out[2 * 33];
   const Status s = QuantizeRow(DType::kQ8_0, x, 33, out);
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(test::Contains(s.message(), "not a multiple of its block size 32")) << s.ToString();
