@@ -96,12 +96,41 @@ void Gemma3Forward::CopyCacheFrom(const Gemma3Forward& other, size_t n) {
   for (size_t l = 0; l < cache_.size(); ++l) {
     const LayerKvCache& src = other.cache_[l];
     LayerKvCache& dst = cache_[l];
+    // Ring rows hold position p at p % window in both (same model, same window), so the first rows
+    // are the live ones in either layout.
     const size_t rows = std::min({n, src.rows, dst.rows});
-    // Ring rows hold positions by p % window in both, so a straight copy of the first rows works
-    // whenever both rings have the same size (they do: same model).
     std::memcpy(dst.keys.data(), src.keys.data(), rows * KV * sizeof(float));
     std::memcpy(dst.values.data(), src.values.data(), rows * KV * sizeof(float));
   }
+}
+
+uint64_t Gemma3Forward::StateBytes(size_t n) const {
+  uint64_t total = 0;
+  for (const auto& lc : cache_) total += 2ull * std::min(n, lc.rows) * static_cast<uint64_t>(cfg_.kv_dim()) * sizeof(float);
+  return total;
+}
+
+void Gemma3Forward::ExportState(size_t n, std::string* out) const {
+  const size_t KV = static_cast<size_t>(cfg_.kv_dim());
+  out->reserve(out->size() + StateBytes(n));
+  for (const auto& lc : cache_) {
+    const size_t bytes = std::min(n, lc.rows) * KV * sizeof(float);
+    out->append(reinterpret_cast<const char*>(lc.keys.data()), bytes);
+    out->append(reinterpret_cast<const char*>(lc.values.data()), bytes);
+  }
+}
+
+Status Gemma3Forward::ImportState(size_t n, const uint8_t* data, size_t size) {
+  if (n > context_) return OutOfRange("cached state of " + std::to_string(n) + " positions exceeds the context of " + std::to_string(context_));
+  if (size != StateBytes(n)) return CorruptFile("cached state holds " + std::to_string(size) + " bytes, expected " + std::to_string(StateBytes(n)));
+  const size_t KV = static_cast<size_t>(cfg_.kv_dim());
+  for (auto& lc : cache_) {
+    const size_t bytes = std::min(n, lc.rows) * KV * sizeof(float);
+    std::memcpy(lc.keys.data(), data, bytes);
+    std::memcpy(lc.values.data(), data + bytes, bytes);
+    data += 2 * bytes;
+  }
+  return Status::Ok();
 }
 
 void Gemma3Forward::MatMulParallel(const TensorView& w, const float* x, size_t n, size_t x_stride, float* y,

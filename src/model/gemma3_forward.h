@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "model/model.h"
@@ -61,8 +62,14 @@ class Gemma3Forward {
   size_t context() const { return context_; }
   // Bytes of KV cache by layer kind (for reports).
   uint64_t kv_bytes(LayerKind kind) const;
-  // Copies the cache state for positions [0, n) from `other` (catalog-prefix restore).
+  // Copies the cache state for positions [0, n) from `other` (catalog-prefix restore). Only rows
+  // that hold positions < n are copied: n rows of a global layer, min(n, window) of a ring.
   void CopyCacheFrom(const Gemma3Forward& other, size_t n);
+  // The same rows as bytes (for cache files): ExportState appends them, ImportState reads exactly
+  // StateBytes(n) bytes back.
+  uint64_t StateBytes(size_t n) const;
+  void ExportState(size_t n, std::string* out) const;
+  Status ImportState(size_t n, const uint8_t* data, size_t size);
 
  private:
   Gemma3Forward(const Model& model) : model_(model), cfg_(model.config()) {}

@@ -6,6 +6,7 @@
 
 #include "io/safetensors.h"
 #include "model/model_gguf.h"
+#include "util/hash.h"
 #include "util/mapped_file.h"
 
 namespace fgemma {
@@ -92,6 +93,25 @@ Result<std::unique_ptr<Model>> Model::Assemble(const ModelConfig& config, const 
   });
   FGEMMA_RETURN_IF_ERROR(status);
   model->embedding_scale_ = static_cast<float>(std::sqrt(static_cast<double>(config.hidden)));
+  // Fingerprint: the config's JSON, then per tensor its type, shape and 64 bytes at 16 evenly
+  // spaced offsets (reads a few pages, not the weights).
+  uint64_t fp = Hash64(ConfigToHfJson(config).dump());
+  auto mix = [&](const TensorView& t) {
+    const uint64_t header[3] = {static_cast<uint64_t>(t.dtype), t.rows, t.cols};
+    fp = Hash64(header, sizeof(header), fp);
+    const size_t bytes = t.bytes();
+    for (size_t k = 0; k < 16 && bytes > 0; ++k) {
+      const size_t at = bytes > 64 ? (bytes - 64) / 15 * k : 0;
+      fp = Hash64(static_cast<const uint8_t*>(t.data) + at, std::min<size_t>(64, bytes), fp);
+    }
+  };
+  mix(model->embedding_);
+  for (const auto& L : model->layers_) {
+    for (const TensorView* v : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) mix(*v);
+    for (const auto* n : {&L.input_norm, &L.q_norm, &L.k_norm, &L.post_attn_norm, &L.pre_ffn_norm, &L.post_ffn_norm})
+      fp = Hash64(n->data(), n->size() * sizeof(float), fp);
+  }
+  model->fingerprint_ = Hash64(model->final_norm_.data(), model->final_norm_.size() * sizeof(float), fp);
   return model;
 }
 

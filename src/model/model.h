@@ -60,6 +60,9 @@ class Model {
   std::string weight_type_name() const;
   // Bytes of weights the model maps (each tensor once).
   uint64_t weight_bytes() const;
+  // Identifies the weights (config, tensor types and shapes, and sampled bytes of every tensor):
+  // cache files of one model are refused by another.
+  uint64_t fingerprint() const { return fingerprint_; }
 
  private:
   Model() = default;
@@ -68,6 +71,7 @@ class Model {
   std::vector<float> final_norm_;
   std::vector<LayerWeights> layers_;
   float embedding_scale_ = 1;
+  uint64_t fingerprint_ = 0;
   std::shared_ptr<void> owner_;
   std::string source_;
 };

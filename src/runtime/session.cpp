@@ -71,9 +71,19 @@ Status Session::Generate(std::span<const int32_t> prompt, size_t max_new, bool s
 
 Status Session::CopyStateFrom(const Session& other) {
   if (other.model_ != model_) return InvalidArgument("cannot copy session state across models");
-  if (other.context() != context()) return InvalidArgument("cannot copy session state across context sizes");
+  if (other.position_ > context()) return OutOfRange("session state of " + std::to_string(other.position_) + " positions exceeds this session's context");
   forward_->CopyCacheFrom(*other.forward_, other.position_);
   position_ = other.position_;
+  return Status::Ok();
+}
+
+}  // namespace fgemma
+
+namespace fgemma {
+
+Status Session::ImportState(size_t position, const uint8_t* data, size_t size) {
+  FGEMMA_RETURN_IF_ERROR(forward_->ImportState(position, data, size));
+  position_ = position;
   return Status::Ok();
 }
 

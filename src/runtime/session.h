@@ -41,6 +41,9 @@ class Session {
   void Reset() { position_ = 0; }
   // Makes this session's state equal to `other`'s (same model): copies its KV cache rows.
   Status CopyStateFrom(const Session& other);
+  // Serializes the state (position and KV rows) for a cache file, and restores it.
+  void ExportState(std::string* out) const { forward_->ExportState(position_, out); }
+  Status ImportState(size_t position, const uint8_t* data, size_t size);
 
   const Model& model() const { return *model_; }
   ThreadPool& pool() { return *pool_; }

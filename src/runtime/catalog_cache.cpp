@@ -1,0 +1,65 @@
+#include "runtime/catalog_cache.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "util/hash.h"
+#include "util/mapped_file.h"
+
+namespace fgemma {
+namespace {
+
+constexpr char kMagic[8] = {'F', 'G', 'K', 'V', 'C', 'A', 'C', 'H'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderBytes = 8 + 4 + 8 * 5;
+
+void PutU64(std::string* s, uint64_t v) {
+  for (int i = 0; i < 8; ++i) s->push_back(static_cast<char>(v >> (8 * i)));
+}
+uint64_t GetU64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+}  // namespace
+
+uint64_t PrefixHash(const std::vector<int32_t>& tokens) { return Hash64(tokens.data(), tokens.size() * sizeof(int32_t)); }
+
+Status SaveCatalogCache(const std::string& path, const Session& session, uint64_t prefix_hash) {
+  std::string payload;
+  session.ExportState(&payload);
+  std::string file(kMagic, 8);
+  for (int i = 0; i < 4; ++i) file.push_back(static_cast<char>(kVersion >> (8 * i)));
+  PutU64(&file, session.model().fingerprint());
+  PutU64(&file, prefix_hash);
+  PutU64(&file, session.position());
+  PutU64(&file, payload.size());
+  PutU64(&file, Hash64(payload));
+  file += payload;
+  // Write beside and rename, so a crash never leaves a half-written cache behind.
+  const std::string tmp = path + ".tmp";
+  FGEMMA_RETURN_IF_ERROR(WriteStringToFile(tmp, file));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return IoError(path + ": cannot rename the cache file into place");
+  }
+  return Status::Ok();
+}
+
+Status LoadCatalogCache(const std::string& path, Session& session, uint64_t prefix_hash, size_t prefix_tokens) {
+  FGEMMA_TRY(MappedFile f, MappedFile::Open(path));
+  const uint8_t* p = f.data();
+  if (f.size() < kHeaderBytes || std::memcmp(p, kMagic, 8) != 0) return CorruptFile(path + ": not an fgemma catalog cache");
+  const uint32_t version = p[8] | p[9] << 8 | p[10] << 16 | static_cast<uint32_t>(p[11]) << 24;
+  if (version != kVersion) return Unsupported(path + ": cache format version " + std::to_string(version) + " (expected 1)");
+  if (GetU64(p + 12) != session.model().fingerprint()) return InvalidArgument(path + ": cache was built for a different model");
+  if (GetU64(p + 20) != prefix_hash) return InvalidArgument(path + ": cache was built for a different tool catalog or system prompt");
+  const uint64_t positions = GetU64(p + 28), payload = GetU64(p + 36), checksum = GetU64(p + 44);
+  if (positions != prefix_tokens) return CorruptFile(path + ": cache holds " + std::to_string(positions) + " positions, the prefix has " + std::to_string(prefix_tokens));
+  if (payload != f.size() - kHeaderBytes) return CorruptFile(path + ": cache payload size does not match the file (truncated?)");
+  if (Hash64(p + kHeaderBytes, static_cast<size_t>(payload)) != checksum) return CorruptFile(path + ": cache checksum mismatch (corrupt file)");
+  return session.ImportState(static_cast<size_t>(positions), p + kHeaderBytes, static_cast<size_t>(payload));
+}
+
+}  // namespace fgemma

@@ -1,0 +1,81 @@
+// FunctionGemma end to end: a request (tools + messages) in, validated calls out.
+//
+// The rendered prompt is split where it stops depending on the conversation: BOS plus the developer
+// turn with every declaration (the catalog prefix) is prefilled once per distinct catalog and kept
+// (in memory, optionally in a cache file); each request restores that state and prefills only its
+// own turn, then decodes under the grammar compiled from the declared tools.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chat/call_grammar.h"
+#include "chat/parse_call.h"
+#include "chat/render.h"
+#include "runtime/call_generator.h"
+#include "runtime/session.h"
+#include "runtime/token_constraint.h"
+#include "tokenizer/tokenizer.h"
+
+namespace fgemma {
+
+struct FunctionCallerOptions {
+  int threads = 0;                 // 0: all cores
+  size_t context = 4096;           // positions per session
+  std::string cache_path;          // catalog cache file ("" = memory only)
+  TemplateKind template_kind = TemplateKind::kOfficial;
+  GrammarLimits limits;
+  ConstrainedOptions decoding;
+};
+
+struct CallTiming {
+  double render_ms = 0, tokenize_ms = 0;
+  double prefix_ms = 0;            // prefilling (or restoring) the catalog prefix
+  double prefill_ms = 0, decode_ms = 0, total_ms = 0;
+  size_t prefix_tokens = 0, prompt_tokens = 0, generated_tokens = 0;
+  bool cache_hit = false;          // prefix state came from memory or the cache file
+  std::string cache_source;        // "memory", "file", "built", "built (file rejected: ...)"
+};
+
+struct CallOutcome {
+  ParsedOutput parsed;             // calls, text, raw output, status
+  CallTiming timing;
+  ConstrainedStats stats;
+  std::vector<int32_t> output_tokens;
+};
+
+class FunctionCaller {
+ public:
+  static Result<std::unique_ptr<FunctionCaller>> Create(std::shared_ptr<const Model> model, Tokenizer tokenizer,
+                                                        const FunctionCallerOptions& options);
+
+  Result<CallOutcome> Call(const ChatRequest& request, const ToolChoice& choice);
+  // Warnings produced so far (rejected cache files, ...), cleared on read.
+  std::vector<std::string> TakeWarnings();
+
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const Model& model() const { return *model_; }
+
+ private:
+  FunctionCaller(std::shared_ptr<const Model> model, Tokenizer tokenizer, const FunctionCallerOptions& options)
+      : model_(std::move(model)), tokenizer_(std::move(tokenizer)), options_(options) {}
+  // Makes work_ hold the state after `prefix` (restoring the catalog state or building it).
+  Status PreparePrefix(const std::vector<int32_t>& prefix, CallTiming* timing);
+
+  std::shared_ptr<const Model> model_;
+  Tokenizer tokenizer_;
+  FunctionCallerOptions options_;
+  std::unique_ptr<ConstraintVocab> vocab_;
+  std::unique_ptr<Session> catalog_;   // holds the prefilled prefix
+  std::unique_ptr<Session> work_;      // per request
+  uint64_t catalog_hash_ = 0;
+  bool catalog_valid_ = false;
+  std::vector<std::string> warnings_;
+};
+
+// Builds the output object of `fgemma call` and the C API:
+// {"calls":[{"name":...,"arguments":{...}}],"text":...,"timing":{...},"error":...}
+Json CallOutcomeToJson(const CallOutcome& outcome);
+
+}  // namespace fgemma

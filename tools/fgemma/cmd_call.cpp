@@ -1,0 +1,67 @@
+// fgemma call: an utterance and a tool catalog in, a validated function call out (as JSON).
+#include <cstdio>
+
+#include "call_common.h"
+#include "command.h"
+#include "runtime/model_files.h"
+
+namespace fgemma::cli {
+namespace {
+
+struct CallArgs {
+  CallInputs in;
+  std::string model, cache, tokenizer;
+  int threads = 0;
+  size_t repeat = 1;
+  bool no_restricted_head = false, no_jump_forward = false;
+};
+
+int RunCall(const CallArgs& a) {
+  auto request = BuildCallRequest(a.in);
+  if (!request.ok()) return Fail(request.status().ToString());
+  auto choice = ParseToolChoiceArg(a.in.tool_choice, request->tools);
+  if (!choice.ok()) return Fail(choice.status().ToString());
+  auto tmpl = LoadTemplateFor(a.model);
+  if (!tmpl.ok()) return Fail(tmpl.status().ToString());
+  auto model = Model::Load(a.model);
+  if (!model.ok()) return Fail(model.status().ToString());
+  auto tokenizer = LoadTokenizerFor(a.model, a.tokenizer);
+  if (!tokenizer.ok()) return Fail(tokenizer.status().ToString());
+  FunctionCallerOptions fo;
+  fo.threads = a.threads;
+  fo.cache_path = a.cache;
+  fo.template_kind = tmpl->kind;
+  fo.decoding.restricted_head = !a.no_restricted_head;
+  fo.decoding.jump_forward = !a.no_jump_forward;
+  auto caller = FunctionCaller::Create(std::shared_ptr<const Model>(std::move(model).value()), std::move(tokenizer).value(), fo);
+  if (!caller.ok()) return Fail(caller.status().ToString());
+  int rc = 0;
+  for (size_t i = 0; i < std::max<size_t>(1, a.repeat); ++i) {
+    auto outcome = caller.value()->Call(request.value(), choice.value());
+    for (const auto& w : caller.value()->TakeWarnings()) std::fprintf(stderr, "fgemma: warning: %s\n", w.c_str());
+    if (!outcome.ok()) return Fail(outcome.status().ToString());
+    std::printf("%s\n", CallOutcomeToJson(outcome.value()).dump().c_str());
+    if (!outcome->parsed.ok()) rc = 2;
+  }
+  return rc;
+}
+
+CommandRegistration reg(50, [](CLI::App& app) -> std::function<int()> {
+  auto a = std::make_shared<CallArgs>();
+  auto* cmd = app.add_subcommand("call", "Turn an utterance into a function call against a tool catalog (prints JSON)");
+  cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();
+  cmd->add_option("--tools", a->in.tools_path, "tool catalog: JSON array of {\"type\":\"function\",\"function\":{...}}")->required();
+  cmd->add_option("--cache", a->cache, "catalog cache file (created, validated, rebuilt when stale)");
+  cmd->add_option("--tool-choice", a->in.tool_choice, "auto (default), required, none, or a function name");
+  cmd->add_option("--system", a->in.system, "developer message (default: FunctionGemma's preamble)");
+  cmd->add_option("--tokenizer", a->tokenizer, "tokenizer.json or directory (default: beside the model / in the GGUF)");
+  cmd->add_option("--threads", a->threads, "threads (default: all cores)");
+  cmd->add_option("--repeat", a->repeat, "run the request N times (the first pays for the catalog prefix)");
+  cmd->add_flag("--no-restricted-head", a->no_restricted_head, "always compute the full LM head (for comparison)");
+  cmd->add_flag("--no-jump-forward", a->no_jump_forward, "evaluate forced tokens one by one (for comparison)");
+  cmd->add_option("utterance", a->in.utterance, "what the user said")->required();
+  return [a] { return RunCall(*a); };
+});
+
+}  // namespace
+}  // namespace fgemma::cli
