@@ -21,7 +21,7 @@ Result<std::string> OptionalString(const OrderedJson& j, const char* key, const 
 Status CheckFunctionType(const OrderedJson& j, const std::string& path) {
   auto it = j.find("type");
   if (it != j.end() && !(it->is_string() && *it == "function"))
-    return InvalidArgument(path + ".type: must be \"function\", got " + it->dump());
+    return InvalidArgument(path + ".type: must be \"function\", got " + JsonText(*it));
   return Status::Ok();
 }
 

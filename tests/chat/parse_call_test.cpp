@@ -1,6 +1,8 @@
 // Parsing model output into calls: published outputs, hand-written and adversarial ones.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "chat/parse_call.h"
 #include "chat/request.h"
 #include "chat_test_util.h"
@@ -209,6 +211,67 @@ TEST(ParseCall, WhitespaceAndEscapedKeysAreTolerated) {
                             "<end_function_call>");
   ASSERT_TRUE(p.ok()) << p.ErrorSummary();
   EXPECT_EQ(p.calls[0].arguments.dump(), R"({"k":{"a b":1},"query":"x"})");
+}
+
+}  // namespace
+}  // namespace fgemma::test
+
+namespace fgemma::test {
+namespace {
+
+TEST(ParseCall, EveryTruncationInsideACallIsAnError) {
+  const std::string first = "<start_function_call>call:set_lights{color:{name:<escape>a,b}<escape>,r:1},on:true,"
+                            "room:<escape>kitchen<escape>,tags:[<escape>x<escape>,<escape>y<escape>]}<end_function_call>";
+  const std::string second = "<start_function_call>call:get_time{}<end_function_call>";
+  const std::string output = "Ok. " + first + second;
+  const size_t first_start = 4, second_start = 4 + first.size();
+  const auto tools = Tools();
+  for (size_t n = 0; n <= output.size(); ++n) {
+    const std::string prefix = output.substr(0, n);
+    auto p = ParseModelOutput(prefix, tools);
+    EXPECT_EQ(p.raw, prefix);
+    const bool inside_first = n >= first_start + 21 && n < second_start;
+    const bool inside_second = n >= second_start + 21 && n < output.size();
+    if (inside_first || inside_second) {
+      EXPECT_FALSE(p.status.ok()) << prefix;
+      EXPECT_EQ(p.calls.size(), inside_second ? 1u : 0u) << prefix;
+    } else if (n == second_start || n == output.size()) {
+      EXPECT_TRUE(p.ok()) << prefix << "\n" << p.ErrorSummary();
+      EXPECT_EQ(p.calls.size(), n == output.size() ? 2u : 1u);
+    }
+  }
+}
+
+TEST(ParseCall, InvalidUtf8IsReportedNotThrown) {
+  auto p = ParseModelOutput("<start_function_call>call:search{query:<escape>\xe6\x9d<escape>}<end_function_call>", Tools());
+  ASSERT_TRUE(p.status.ok());
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].errors, std::vector<std::string>{"arguments.query: text is not valid UTF-8"});
+}
+
+TEST(ParseCall, MutatedOutputsNeverCrash) {
+  const std::string base = "<start_function_call>call:set_lights{color:{name:<escape>a<escape>,r:1},on:true,room:<escape>kitchen"
+                           "<escape>,tags:[<escape>x<escape>]}<end_function_call><start_function_response>";
+  const char alphabet[] = "{}[],:<>escape_0123456789 \n\x80\xff";
+  std::mt19937 rng(5);
+  const auto tools = Tools();
+  for (int i = 0; i < 3000; ++i) {
+    std::string s = base;
+    for (int k = static_cast<int>(rng() % 4) + 1; k > 0; --k) {
+      const size_t at = rng() % s.size();
+      switch (rng() % 3) {
+        case 0: s[at] = alphabet[rng() % (sizeof(alphabet) - 1)]; break;
+        case 1: s.erase(at, 1 + rng() % 8); break;
+        default: s.insert(at, 1, alphabet[rng() % (sizeof(alphabet) - 1)]); break;
+      }
+      if (s.empty()) s = "x";
+    }
+    auto p = ParseModelOutput(s, tools);
+    EXPECT_EQ(p.raw, s);
+    if (p.status.ok()) {
+      for (const auto& c : p.calls) EXPECT_EQ(c.raw, s.substr(c.offset, c.raw.size()));
+    }
+  }
 }
 
 }  // namespace

@@ -168,5 +168,21 @@ TEST_F(PublishedExamples, E8FlutterGemmaFragments) {
   EXPECT_LT(mixed.find("alpha:"), mixed.find("Beta:"));
 }
 
+TEST_F(PublishedExamples, E10DinjaAndLlamadartFragments) {
+  auto p = RenderRequest(J(R"([{"function":{"name":"get_weather","description":"Description","parameters":{"type":"object",
+      "properties":{"loc":{"type":"string","description":"Location"}},"required":["loc"]}}}])"),
+                         J(R"([{"role":"user","content":"Weather in London?"},
+      {"role":"assistant","tool_calls":[{"function":{"name":"get_weather","arguments":{"loc":"London"}}}]}])"),
+                         false);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_NE(p->find("properties:{loc:{description:<escape>Location<escape>,type:<escape>STRING<escape>}}"), std::string::npos);
+  EXPECT_NE(p->find("<start_function_call>call:get_weather{loc:<escape>London<escape>}"), std::string::npos);
+  auto q = RenderRequest(J(R"([{"function":{"name":"w","parameters":{"type":"object","properties":{"unit":{"type":"string",
+      "enum":["celsius","fahrenheit"]}}}}}])"),
+                         J(R"([{"role":"user","content":"x"}])"), true);
+  ASSERT_TRUE(q.ok());
+  EXPECT_NE(q->find("enum:[<escape>celsius<escape>,<escape>fahrenheit<escape>]"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fgemma::test
