@@ -134,8 +134,12 @@ Status ParseObjectMembers(const OrderedJson& json, const std::string& path, int 
 
 std::string EnumList(const std::vector<Json>& values) {
   std::string out = "[";
-  for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + JsonText(values[i]);
-  return out + "]";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out.append(JsonText(values[i]));
+  }
+  out.push_back(']');
+  return out;
 }
 
 void Validate(const Schema& s, const Json& v, const std::string& path, int depth, std::vector<std::string>* errors) {
