@@ -3,13 +3,11 @@
 namespace fgemma {
 
 Result<OrderedJson> ParseOrderedJson(std::string_view text, const std::string& what) {
-  try {
-    return OrderedJson::parse(text.begin(), text.end());
-  } catch (const OrderedJson::parse_error& e) {
-    return InvalidArgument(what + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
-  } catch (const std::exception& e) {
-    return InvalidArgument(what + ": malformed JSON: " + e.what());
-  }
+  OrderedJson j = OrderedJson::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_discarded()) return j;
+  // Malformed: the util parser words the error (with the byte offset) the way the rest of fgemma does.
+  auto plain = ParseJson(text, what);
+  return plain.ok() ? InvalidArgument(what + ": malformed JSON") : plain.status();
 }
 
 namespace {
@@ -30,6 +28,8 @@ const char* KindName(const J& v) {
 }  // namespace
 
 const char* JsonKindName(const OrderedJson& value) { return KindName(value); }
+std::string JsonText(const OrderedJson& value) { return value.dump(-1, ' ', false, OrderedJson::error_handler_t::replace); }
+std::string JsonText(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
 const char* JsonKindName(const Json& value) { return KindName(value); }
 
 std::string FieldPath(const std::string& base, std::string_view key) {

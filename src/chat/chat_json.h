@@ -22,6 +22,10 @@ Result<OrderedJson> ParseOrderedJson(std::string_view text, const std::string& w
 const char* JsonKindName(const OrderedJson& value);
 const char* JsonKindName(const Json& value);
 
+// value.dump() for error messages; never throws (invalid UTF-8 is replaced).
+std::string JsonText(const OrderedJson& value);
+std::string JsonText(const Json& value);
+
 // Appends ".key" or "[i]" to a field path such as "tools[2].function.parameters".
 std::string FieldPath(const std::string& base, std::string_view key);
 std::string FieldPath(const std::string& base, size_t index);

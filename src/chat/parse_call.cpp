@@ -190,6 +190,26 @@ std::optional<Json> ParseNumber(std::string_view text) {
   return Json(d);
 }
 
+// Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF). Model output is bytes
+// from the detokenizer; a string that is not UTF-8 could not be serialized as JSON later.
+bool IsValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    uint32_t cp = len == 1 ? b : len == 2 ? (b & 0x1f) : len == 3 ? (b & 0x0f) : (b & 0x07);
+    for (size_t k = 1; k < len; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += len;
+  }
+  return true;
+}
+
 // An integral float becomes an integer where the schema asks for one (5.0 -> 5).
 Json NarrowForSchema(Json number, const Schema* schema) {
   if (schema != nullptr && schema->type == SchemaType::kInteger && number.is_number_float()) {
@@ -200,6 +220,7 @@ Json NarrowForSchema(Json number, const Schema* schema) {
 }
 
 Json Typed(const Node& node, const Schema* schema, const std::string& path, std::vector<std::string>* errors) {
+  if (!IsValidUtf8(node.text)) errors->push_back(path + ": text is not valid UTF-8");
   const bool wants_string = schema != nullptr && schema->type == SchemaType::kString;
   const bool wants_number = schema != nullptr && (schema->type == SchemaType::kInteger || schema->type == SchemaType::kNumber);
   const bool wants_bool = schema != nullptr && schema->type == SchemaType::kBoolean;
@@ -230,6 +251,7 @@ Json Typed(const Node& node, const Schema* schema, const std::string& path, std:
       Json out = Json::object();
       for (const auto& [key, value] : node.members) {
         const std::string sub = FieldPath(path, key);
+        if (!IsValidUtf8(key)) errors->push_back(sub + ": key is not valid UTF-8");
         if (out.contains(key)) errors->push_back(sub + ": given more than once (the last value is kept)");
         out[key] = Typed(value, is_object ? schema->FindProperty(key) : nullptr, sub, errors);
       }

@@ -10,6 +10,7 @@
 #include "chat/call_format.h"
 #include "chat/jinja_values.h"
 #include "chat/py_text.h"
+#include "chat/schema.h"
 
 namespace fgemma {
 namespace {
@@ -39,10 +40,6 @@ Status AppendRequiredItems(Value list, std::string* out) {
     if (!last) out->push_back(',');
     return Status::Ok();
   });
-}
-
-bool IsStandardKey(std::string_view key) {
-  return key == "description" || key == "type" || key == "properties" || key == "required" || key == "nullable";
 }
 
 Status AppendParameters(Value properties, int depth, std::string* out);
@@ -95,7 +92,7 @@ Status AppendParameters(Value properties, int depth, std::string* out) {
   FGEMMA_TRY(auto members, jinja::DictSort(properties));
   bool first = true;
   for (const auto& [key, value] : members) {
-    if (IsStandardKey(key)) continue;
+    if (IsTemplateReservedName(key)) continue;  // the template's standard_keys
     if (!first) out->push_back(',');
     first = false;
     out->append(key).append(":{description:").append(kEscape);

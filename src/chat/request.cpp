@@ -21,7 +21,7 @@ Result<std::string> OptionalString(const OrderedJson& j, const char* key, const 
 Status CheckFunctionType(const OrderedJson& j, const std::string& path) {
   auto it = j.find("type");
   if (it != j.end() && !(it->is_string() && *it == "function"))
-    return InvalidArgument(path + ".type: must be \"function\", got " + it->dump());
+    return InvalidArgument(path + ".type: must be \"function\", got " + JsonText(*it));
   return Status::Ok();
 }
 
@@ -125,7 +125,8 @@ Status AddToolResult(const OrderedJson& item, const Message& m, const std::strin
 Status ParseToolContent(const OrderedJson& j, const std::string& path, Message* out) {
   const std::string cpath = path + ".content";
   auto it = j.find("content");
-  const bool empty = it == j.end() || it->is_null() || ((it->is_string() || it->is_array() || it->is_object()) && it->empty());
+  const bool empty = it == j.end() || it->is_null() || (it->is_string() && it->get_ref<const std::string&>().empty()) ||
+                     ((it->is_array() || it->is_object()) && it->empty());
   if (empty) return InvalidArgument(cpath + ": a tool message needs a response (the template renders nothing for an empty one)");
   out->has_content = true;
   if (it->is_string()) {

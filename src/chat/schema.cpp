@@ -9,16 +9,6 @@ namespace {
 
 constexpr int kMaxDepth = 32;
 
-// Keys of a property map that the template's format_parameters skips without a trace.
-constexpr std::string_view kTemplateReservedNames[] = {"description", "type", "properties", "required", "nullable"};
-
-bool IsReservedName(std::string_view name) {
-  for (auto r : kTemplateReservedNames) {
-    if (name == r) return true;
-  }
-  return false;
-}
-
 Result<SchemaType> ParseType(const OrderedJson& json, const std::string& path) {
   const auto it = json.find("type");
   if (it == json.end()) return InvalidArgument(path + ".type: missing");
@@ -112,7 +102,7 @@ Status ParseObjectMembers(const OrderedJson& json, const std::string& path, int 
     s->has_properties = true;
     for (const auto& [name, sub] : it->items()) {
       const std::string sub_path = FieldPath(field, name);
-      if (IsReservedName(name)) {
+      if (IsTemplateReservedName(name)) {
         return InvalidArgument(sub_path + ": a parameter named '" + name +
                                "' is dropped from the prompt by the FunctionGemma template; rename it");
       }
@@ -144,8 +134,12 @@ Status ParseObjectMembers(const OrderedJson& json, const std::string& path, int 
 
 std::string EnumList(const std::vector<Json>& values) {
   std::string out = "[";
-  for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + values[i].dump();
-  return out + "]";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out.append(JsonText(values[i]));
+  }
+  out.push_back(']');
+  return out;
 }
 
 void Validate(const Schema& s, const Json& v, const std::string& path, int depth, std::vector<std::string>* errors) {
@@ -161,7 +155,7 @@ void Validate(const Schema& s, const Json& v, const std::string& path, int depth
   if (!s.enum_values.empty()) {
     bool found = false;
     for (const auto& e : s.enum_values) found = found || e == v;
-    if (!found) errors->push_back(path + ": " + v.dump() + " is not one of " + EnumList(s.enum_values));
+    if (!found) errors->push_back(path + ": " + JsonText(v) + " is not one of " + EnumList(s.enum_values));
   }
   if (s.type == SchemaType::kArray && s.items) {
     for (size_t i = 0; i < v.size(); ++i) Validate(*s.items, v[i], FieldPath(path, i), depth + 1, errors);
@@ -192,6 +186,10 @@ const char* SchemaTypeName(SchemaType type) {
     case SchemaType::kObject: return "object";
   }
   return "?";
+}
+
+bool IsTemplateReservedName(std::string_view name) {
+  return name == "description" || name == "type" || name == "properties" || name == "required" || name == "nullable";
 }
 
 const Schema* Schema::FindProperty(std::string_view name) const {

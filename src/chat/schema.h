@@ -40,6 +40,10 @@ struct SchemaProperty {
   Schema schema;
 };
 
+// The property names the template's format_parameters skips without a trace (description, type,
+// properties, required, nullable): a parameter so named never reaches the prompt.
+bool IsTemplateReservedName(std::string_view name);
+
 // Parses and validates a schema; every error names the field, e.g.
 // "tools[2].function.parameters.properties.room.type: unsupported type 'null'". Type names are
 // matched case-insensitively ("STRING" appears in Google's examples). Property names that the
