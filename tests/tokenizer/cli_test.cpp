@@ -13,7 +13,7 @@ std::string Model() { return FixturePath("models/mini-bf16"); }
 // Exit code of `fgemma ARGS`; *out receives its output (RunCommand appends, so it is cleared first).
 int Cli(const std::string& args, std::string* out) {
   out->clear();
-  return Cli("" + args, out);
+  return RunCommand(CliPath() + " " + args, out);
 }
 
 TEST(TokenizerCli, TokenizePrintsIds) {
