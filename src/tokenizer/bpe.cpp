@@ -8,8 +8,6 @@
 namespace fgemma::tokenizer_internal {
 namespace {
 
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // "▁"
-constexpr char32_t kSpaceMarkerCp = 0x2581;
 // Words up to this many symbols are merged by scanning; the scan is O(n^2) but n is tiny.
 constexpr size_t kScanWordLimit = 32;
 

@@ -15,12 +15,11 @@
 #include <vector>
 
 #include "tokenizer/json_scanner.h"
+#include "tokenizer/utf8.h"
 #include "util/json.h"
 
 namespace fgemma::tokenizer_internal {
 namespace {
-
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";
 
 struct AddedTokenSpec {
   int64_t id = -1;

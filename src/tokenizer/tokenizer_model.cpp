@@ -5,21 +5,11 @@
 #include <atomic>
 #include <cstdio>
 
+#include "tokenizer/text_hash.h"
 #include "tokenizer/utf8.h"
 
 namespace fgemma::tokenizer_internal {
 namespace {
-
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // "▁" U+2581
-
-uint64_t HashText(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a: token strings are short, so a byte loop is enough
-  for (char c : s) {
-    h ^= static_cast<uint8_t>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -76,19 +66,6 @@ void BuildPieces(TokenizerModel& m) {
   }
 }
 
-void AppendUtf8(char32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 void BuildCharacterTables(TokenizerModel& m) {
   m.bmp_ids.assign(0x10000, -1);
   std::vector<char32_t> bridges;
@@ -109,7 +86,7 @@ void BuildCharacterTables(TokenizerModel& m) {
       }
       const char32_t cp = Utf8Decode(text, pos, len);
       if (len == text.size() && cp < 0x10000) m.bmp_ids[cp] = id;
-      const bool is_marker = cp == 0x2581;
+      const bool is_marker = cp == kSpaceMarkerCp;
       if (is_marker && has_prev && !prev_is_marker) bridges.push_back(prev);
       prev = cp;
       has_prev = true;
