@@ -45,6 +45,13 @@ std::string Upper(std::string s) {
 
 std::string Escaped(const std::string& s) { return "<escape>" + s + "<escape>"; }
 
+// ["a","b"] -> [<escape>a<escape>,<escape>b<escape>]
+std::string EscapedList(const Json& strings) {
+  std::string out = "[";
+  for (size_t i = 0; i < strings.size(); ++i) out += (i ? "," : "") + Escaped(strings[i].get<std::string>());
+  return out + "]";
+}
+
 // The developer turn FunctionGemma's chat template renders for flat tool schemas (string, number,
 // integer and boolean properties, string enums), which is what smart-home-tools.json holds.
 std::string ToolCatalogPrompt() {
@@ -60,19 +67,11 @@ std::string ToolCatalogPrompt() {
       if (!first) p += ",";
       first = false;
       p += key + ":{description:" + Escaped(value["description"].get<std::string>());
-      if (value.contains("enum")) {
-        p += ",enum:[";
-        for (size_t i = 0; i < value["enum"].size(); ++i) p += (i ? "," : "") + Escaped(value["enum"][i].get<std::string>());
-        p += "]";
-      }
+      if (value.contains("enum")) p += ",enum:" + EscapedList(value["enum"]);
       p += ",type:" + Escaped(Upper(value["type"].get<std::string>())) + "}";
     }
     p += "},";
-    if (params.contains("required")) {
-      p += "required:[";
-      for (size_t i = 0; i < params["required"].size(); ++i) p += (i ? "," : "") + Escaped(params["required"][i].get<std::string>());
-      p += "],";
-    }
+    if (params.contains("required")) p += "required:" + EscapedList(params["required"]) + ",";
     p += "type:" + Escaped(Upper(params["type"].get<std::string>())) + "}}<end_function_declaration>";
   }
   p += "<end_of_turn>\n<start_of_turn>user\nTurn on the kitchen lights at 40 percent, warm please.<end_of_turn>\n<start_of_turn>model\n";
