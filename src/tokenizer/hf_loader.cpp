@@ -12,6 +12,9 @@
 #include "tokenizer/hf_loader.h"
 
 #include <algorithm>
+#include <functional>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "tokenizer/json_scanner.h"
@@ -87,10 +90,8 @@ Status ReadMerges(JsonScanner& s, RawTokenizerJson& raw) {
     } else {
       size_t count = 0;
       FGEMMA_RETURN_IF_ERROR(s.ForEachElement([&](size_t) -> Status {
-        FGEMMA_RETURN_IF_ERROR(s.ReadString(part));
         if (++count == 2) raw.merge_offsets.push_back(static_cast<uint32_t>(raw.merge_text.size()));
-        raw.merge_text.append(part);
-        return Status::Ok();
+        return count <= 2 ? s.AppendString(raw.merge_text) : s.SkipValue();
       }));
       if (count != 2) return s.Error("expected a pair of strings, found " + std::to_string(count));
     }
@@ -237,7 +238,7 @@ Status CheckModelOptions(const RawTokenizerJson& raw, const std::string& what, T
   return Status::Ok();
 }
 
-Status BuildVocab(const RawTokenizerJson& raw, const std::string& what, TokenizerModel& m) {
+Status BuildVocab(RawTokenizerJson& raw, const std::string& what, TokenizerModel& m) {
   const size_t n = raw.vocab.size();
   if (n == 0) return CorruptFile(what + ": model.vocab is empty or missing");
   if (n > INT32_MAX) return OutOfRange(what + ": model.vocab has more than 2^31 entries");
@@ -251,9 +252,20 @@ Status BuildVocab(const RawTokenizerJson& raw, const std::string& what, Tokenize
     if (entry_of_id[e.id] >= 0) return CorruptFile(what + ": model.vocab: id " + std::to_string(e.id) + " is used twice");
     entry_of_id[e.id] = static_cast<int64_t>(i);
   }
-  m.texts.reserve(raw.vocab_text.size());
   m.text_offsets.reserve(n + 1);
   m.flags.reserve(n);
+  bool in_order = true;  // tokenizer.json files list the vocabulary by id: then the text is reused
+  for (size_t i = 0; i < n && in_order; ++i) in_order = raw.vocab[i].id == static_cast<int64_t>(i);
+  if (in_order) {
+    m.texts = std::move(raw.vocab_text);
+    for (size_t id = 0; id < n; ++id) {
+      const auto& e = raw.vocab[id];
+      m.text_offsets.push_back(e.offset + e.length);
+      m.flags.push_back(ParseByteToken(std::string_view(m.texts).substr(e.offset, e.length)) >= 0 ? kFlagByte : 0);
+    }
+    return Status::Ok();
+  }
+  m.texts.reserve(raw.vocab_text.size());
   for (size_t id = 0; id < n; ++id) {
     const auto& e = raw.vocab[entry_of_id[id]];
     const std::string_view text(raw.vocab_text.data() + e.offset, e.length);
@@ -280,15 +292,12 @@ Status ApplyAddedTokens(const RawTokenizerJson& raw, const std::string& what, To
   return Status::Ok();
 }
 
-Status BuildMerges(const RawTokenizerJson& raw, const std::string& what, TokenizerModel& m) {
-  const size_t count = raw.merge_offsets.size() / 3;
-  if (count > UINT32_MAX) return OutOfRange(what + ": model.merges has too many entries");
-  m.merges.Reserve(count);
+// Resolves merges [begin, end) into (left, right, joined) ids, 3 per merge, -1 where absent.
+void ResolveMerges(const RawTokenizerJson& raw, const TokenizerModel& m, size_t begin, size_t end, int32_t* ids) {
   constexpr size_t kBatch = 128;
   std::string_view queries[3 * kBatch];
-  int32_t ids[3 * kBatch];
-  for (size_t base = 0; base < count; base += kBatch) {
-    const size_t n = std::min(kBatch, count - base);
+  for (size_t base = begin; base < end; base += kBatch) {
+    const size_t n = std::min(kBatch, end - base);
     for (size_t i = 0; i < n; ++i) {
       // Left and right are stored back to back, so the joined string is the span over both.
       const uint32_t* o = &raw.merge_offsets[3 * (base + i)];
@@ -296,22 +305,45 @@ Status BuildMerges(const RawTokenizerJson& raw, const std::string& what, Tokeniz
       queries[3 * i + 1] = std::string_view(raw.merge_text.data() + o[1], o[2] - o[1]);
       queries[3 * i + 2] = std::string_view(raw.merge_text.data() + o[0], o[2] - o[0]);
     }
-    m.FindMany(queries, 3 * n, ids);
-    for (size_t i = 0; i < n; ++i) {
-      if (ids[3 * i] >= 0 && ids[3 * i + 1] >= 0) m.merges.Prefetch(ids[3 * i], ids[3 * i + 1]);
+    m.FindMany(queries, 3 * n, ids + 3 * (base - begin));
+  }
+}
+
+Status BuildMerges(const RawTokenizerJson& raw, const std::string& what, TokenizerModel& m) {
+  const size_t count = raw.merge_offsets.size() / 3;
+  if (count > UINT32_MAX) return OutOfRange(what + ": model.merges has too many entries");
+  // Resolving 1.5 million strings waits on memory most of the time; a second thread halves the wait.
+  // Lookups only read the model, so the halves need no coordination.
+  std::vector<int32_t> ids(3 * count);
+  const size_t half = count / 2;
+  std::thread helper;
+  try {
+    helper = std::thread(ResolveMerges, std::cref(raw), std::cref(m), half, count, ids.data() + 3 * half);
+  } catch (const std::system_error&) {
+    ResolveMerges(raw, m, half, count, ids.data() + 3 * half);  // no thread available: do it here
+  }
+  ResolveMerges(raw, m, 0, half, ids.data());
+  if (helper.joinable()) helper.join();
+
+  m.merges.Reserve(count);
+  constexpr size_t kPrefetchAhead = 16;
+  for (size_t i = 0; i < count; ++i) {
+    if (i + kPrefetchAhead < count) {
+      const int32_t* ahead = &ids[3 * (i + kPrefetchAhead)];
+      if (ahead[0] >= 0 && ahead[1] >= 0) m.merges.Prefetch(ahead[0], ahead[1]);
     }
-    for (size_t i = 0; i < n; ++i) {
-      for (int k = 0; k < 3; ++k) {
-        if (ids[3 * i + k] < 0)
-          return CorruptFile(what + ": model.merges[" + std::to_string(base + i) + "]: \"" + std::string(queries[3 * i + k]) +
-                             "\" is not in model.vocab");
-      }
-      const int32_t l = ids[3 * i], r = ids[3 * i + 1], result = ids[3 * i + 2];
-      // Merges may only build tokens that text is allowed to produce (see TokenizerModel::BpeUsable);
-      // FunctionGemma has none outside that set.
-      if (!m.BpeUsable(l) || !m.BpeUsable(r) || !m.BpeUsable(result)) continue;
-      m.merges.Set(l, r, Merge{static_cast<uint32_t>(base + i), result});  // a repeated pair keeps its last rank, as in HF
+    const int32_t* r = &ids[3 * i];
+    for (int k = 0; k < 3; ++k) {
+      if (r[k] >= 0) continue;
+      const uint32_t* o = &raw.merge_offsets[3 * i];
+      const size_t from = k == 1 ? o[1] : o[0], to = k == 0 ? o[1] : o[2];
+      return CorruptFile(what + ": model.merges[" + std::to_string(i) + "]: \"" + raw.merge_text.substr(from, to - from) +
+                         "\" is not in model.vocab");
     }
+    // Merges may only build tokens that text is allowed to produce (see TokenizerModel::BpeUsable);
+    // FunctionGemma has none outside that set.
+    if (!m.BpeUsable(r[0]) || !m.BpeUsable(r[1]) || !m.BpeUsable(r[2])) continue;
+    m.merges.Set(r[0], r[1], Merge{static_cast<uint32_t>(i), r[2]});  // a repeated pair keeps its last rank, as in HF
   }
   return Status::Ok();
 }

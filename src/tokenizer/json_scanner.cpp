@@ -96,9 +96,13 @@ Status JsonScanner::ReadEscape(std::string& out) {
 }
 
 Status JsonScanner::ReadString(std::string& out) {
+  out.clear();
+  return AppendString(out);
+}
+
+Status JsonScanner::AppendString(std::string& out) {
   if (Peek() != '"') return pos_ >= text_.size() ? Error("expected a string but the text ends") : Error("expected a string");
   ++pos_;
-  out.clear();
   for (;;) {
     // Copy the run of ordinary bytes in one go; stop at the quote, an escape, or a byte to check.
     // Eight bytes at a time while none of them is special (the vocabulary is 14 MB of strings).
