@@ -77,8 +77,9 @@ void MergeByScan(const TokenizerModel& m, const BpeWorkspace::Symbol* symbols, s
     }
     if (rank[best] == kNoMerge) break;
     ids[best] = result[best];
-    for (size_t i = best + 1; i + 1 < n; ++i) {
-      ids[i] = ids[i + 1];
+    // Close the gap: ids has n entries, rank and result n - 1 (one per pair).
+    for (size_t i = best + 1; i + 1 < n; ++i) ids[i] = ids[i + 1];
+    for (size_t i = best + 1; i + 2 < n; ++i) {
       rank[i] = rank[i + 1];
       result[i] = result[i + 1];
     }
