@@ -45,6 +45,13 @@ std::string Upper(std::string s) {
 
 std::string Escaped(const std::string& s) { return "<escape>" + s + "<escape>"; }
 
+// ["a","b"] -> [<escape>a<escape>,<escape>b<escape>]
+std::string EscapedList(const Json& strings) {
+  std::string out = "[";
+  for (size_t i = 0; i < strings.size(); ++i) out += (i ? "," : "") + Escaped(strings[i].get<std::string>());
+  return out + "]";
+}
+
 // The developer turn FunctionGemma's chat template renders for flat tool schemas (string, number,
 // integer and boolean properties, string enums), which is what smart-home-tools.json holds.
 std::string ToolCatalogPrompt() {
@@ -60,19 +67,11 @@ std::string ToolCatalogPrompt() {
       if (!first) p += ",";
       first = false;
       p += key + ":{description:" + Escaped(value["description"].get<std::string>());
-      if (value.contains("enum")) {
-        p += ",enum:[";
-        for (size_t i = 0; i < value["enum"].size(); ++i) p += (i ? "," : "") + Escaped(value["enum"][i].get<std::string>());
-        p += "]";
-      }
+      if (value.contains("enum")) p += ",enum:" + EscapedList(value["enum"]);
       p += ",type:" + Escaped(Upper(value["type"].get<std::string>())) + "}";
     }
     p += "},";
-    if (params.contains("required")) {
-      p += "required:[";
-      for (size_t i = 0; i < params["required"].size(); ++i) p += (i ? "," : "") + Escaped(params["required"][i].get<std::string>());
-      p += "],";
-    }
+    if (params.contains("required")) p += "required:" + EscapedList(params["required"]) + ",";
     p += "type:" + Escaped(Upper(params["type"].get<std::string>())) + "}}<end_function_declaration>";
   }
   p += "<end_of_turn>\n<start_of_turn>user\nTurn on the kitchen lights at 40 percent, warm please.<end_of_turn>\n<start_of_turn>model\n";
@@ -95,71 +94,39 @@ void BM_LoadTokenizerJson(benchmark::State& state) {
     benchmark::DoNotOptimize(t);
   }
 }
-BENCHMARK(BM_LoadTokenizerJson)->Unit(benchmark::kMillisecond)->Iterations(5);
+// CPU time counts every thread of the process (loading resolves merges on a second thread).
+BENCHMARK(BM_LoadTokenizerJson)->Unit(benchmark::kMillisecond)->Iterations(5)->MeasureProcessCPUTime();
 
-void BM_EncodeToolCatalog(benchmark::State& state) {
+std::string LongUnbrokenRun() {
+  std::string text;
+  for (int i = 0; text.size() < 1 << 20; ++i) text += "abc" + std::to_string(i * 7919 % 100003) + "xyz";
+  return text;
+}
+
+// Encodes `text` repeatedly. With `cold`, the calling thread's word cache is emptied before every
+// pass, so only repetition within the text itself helps (the first encoding of new text); without,
+// the steady state of a process that keeps encoding similar text.
+void RunEncode(benchmark::State& state, const std::string& text, bool add_bos) {
   const Tokenizer& t = SharedTokenizer();
-  const std::string prompt = ToolCatalogPrompt();
+  const bool cold = state.range(0) != 0;
   size_t tokens = 0;
   for (auto _ : state) {
-    auto ids = t.Encode(prompt, {.add_bos = true});
+    if (cold) fgemma::tokenizer_internal::WordCache::ClearForThread();
+    auto ids = t.Encode(text, {.add_bos = add_bos});
     tokens = ids.size();
     benchmark::DoNotOptimize(ids.data());
   }
   state.counters["tokens"] = static_cast<double>(tokens);
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * prompt.size()));
-}
-BENCHMARK(BM_EncodeToolCatalog)->Unit(benchmark::kMicrosecond);
-
-void BM_EncodeToolCatalogColdCache(benchmark::State& state) {
-  const Tokenizer& t = SharedTokenizer();
-  const std::string prompt = ToolCatalogPrompt();
-  for (auto _ : state) {
-    fgemma::tokenizer_internal::WordCache::ClearForThread();
-    auto ids = t.Encode(prompt, {.add_bos = true});
-    benchmark::DoNotOptimize(ids.data());
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * prompt.size()));
-}
-BENCHMARK(BM_EncodeToolCatalogColdCache)->Unit(benchmark::kMicrosecond);
-
-void BM_EncodeMixedText(benchmark::State& state) {
-  const Tokenizer& t = SharedTokenizer();
-  const std::string text = MixedText();
-  for (auto _ : state) {
-    auto ids = t.Encode(text);
-    benchmark::DoNotOptimize(ids.data());
-  }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
 }
-BENCHMARK(BM_EncodeMixedText)->Unit(benchmark::kMillisecond);
 
-// The same text with the per-thread word cache emptied before every pass: only the repetition
-// within the text itself helps.
-void BM_EncodeMixedTextColdCache(benchmark::State& state) {
-  const Tokenizer& t = SharedTokenizer();
-  const std::string text = MixedText();
-  for (auto _ : state) {
-    fgemma::tokenizer_internal::WordCache::ClearForThread();
-    auto ids = t.Encode(text);
-    benchmark::DoNotOptimize(ids.data());
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
-}
-BENCHMARK(BM_EncodeMixedTextColdCache)->Unit(benchmark::kMillisecond);
-
-// One stretch with no space or added token: the worst case for a single BPE run.
-void BM_EncodeLongUnbrokenRun(benchmark::State& state) {
-  const Tokenizer& t = SharedTokenizer();
-  std::string text;
-  for (int i = 0; text.size() < 1 << 20; ++i) text += "abc" + std::to_string(i * 7919 % 100003) + "xyz";
-  for (auto _ : state) {
-    auto ids = t.Encode(text);
-    benchmark::DoNotOptimize(ids.data());
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
-}
-BENCHMARK(BM_EncodeLongUnbrokenRun)->Unit(benchmark::kMillisecond);
+void BM_EncodeToolCatalog(benchmark::State& state) { RunEncode(state, ToolCatalogPrompt(), true); }
+void BM_EncodeMixedText(benchmark::State& state) { RunEncode(state, MixedText(), false); }
+// One stretch with no space or added token: the worst case for a single BPE run (heap path).
+void BM_EncodeLongUnbrokenRun(benchmark::State& state) { RunEncode(state, LongUnbrokenRun(), false); }
+BENCHMARK(BM_EncodeToolCatalog)->ArgName("cold")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EncodeMixedText)->ArgName("cold")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EncodeLongUnbrokenRun)->ArgName("cold")->Arg(1)->Unit(benchmark::kMillisecond);
 
 void BM_DecodeMixedText(benchmark::State& state) {
   const Tokenizer& t = SharedTokenizer();

@@ -8,8 +8,6 @@
 namespace fgemma::tokenizer_internal {
 namespace {
 
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // "▁"
-constexpr char32_t kSpaceMarkerCp = 0x2581;
 // Words up to this many symbols are merged by scanning; the scan is O(n^2) but n is tiny.
 constexpr size_t kScanWordLimit = 32;
 
@@ -79,8 +77,9 @@ void MergeByScan(const TokenizerModel& m, const BpeWorkspace::Symbol* symbols, s
     }
     if (rank[best] == kNoMerge) break;
     ids[best] = result[best];
-    for (size_t i = best + 1; i + 1 < n; ++i) {
-      ids[i] = ids[i + 1];
+    // Close the gap: ids has n entries, rank and result n - 1 (one per pair).
+    for (size_t i = best + 1; i + 1 < n; ++i) ids[i] = ids[i + 1];
+    for (size_t i = best + 1; i + 2 < n; ++i) {
       rank[i] = rank[i + 1];
       result[i] = result[i + 1];
     }

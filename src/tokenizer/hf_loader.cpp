@@ -12,15 +12,17 @@
 #include "tokenizer/hf_loader.h"
 
 #include <algorithm>
+#include <functional>
+#include <system_error>
+#include <thread>
 #include <vector>
 
+#include "tokenizer/hf_pipeline.h"
 #include "tokenizer/json_scanner.h"
 #include "util/json.h"
 
 namespace fgemma::tokenizer_internal {
 namespace {
-
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";
 
 struct AddedTokenSpec {
   int64_t id = -1;
@@ -88,10 +90,8 @@ Status ReadMerges(JsonScanner& s, RawTokenizerJson& raw) {
     } else {
       size_t count = 0;
       FGEMMA_RETURN_IF_ERROR(s.ForEachElement([&](size_t) -> Status {
-        FGEMMA_RETURN_IF_ERROR(s.ReadString(part));
         if (++count == 2) raw.merge_offsets.push_back(static_cast<uint32_t>(raw.merge_text.size()));
-        raw.merge_text.append(part);
-        return Status::Ok();
+        return count <= 2 ? s.AppendString(raw.merge_text) : s.SkipValue();
       }));
       if (count != 2) return s.Error("expected a pair of strings, found " + std::to_string(count));
     }
@@ -154,72 +154,6 @@ Status ReadDocument(JsonScanner& s, const std::string& what, RawTokenizerJson& r
   return s.ExpectEnd();
 }
 
-std::string TypeOf(const Json& j) {
-  return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : j.dump();
-}
-
-bool IsStringPattern(const Json& j, std::string_view expected) {
-  return j.is_object() && j.contains("String") && j["String"].is_string() && j["String"].get<std::string>() == expected;
-}
-
-bool IsReplace(const Json& j, std::string_view from, std::string_view to) {
-  return j.is_object() && j.value("type", "") == "Replace" && j.contains("pattern") && IsStringPattern(j["pattern"], from) &&
-         j.contains("content") && j["content"].is_string() && j["content"].get<std::string>() == to;
-}
-
-Status CheckNormalizer(const Json& n, const std::string& what, TokenizerModel& m) {
-  std::vector<Json> steps;
-  if (n.is_object() && n.value("type", "") == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array()) {
-    steps.assign(n["normalizers"].begin(), n["normalizers"].end());
-  } else if (!n.is_null()) {
-    steps.push_back(n);
-  }
-  bool replaces_spaces = false;
-  for (const Json& step : steps) {
-    if (IsReplace(step, " ", kSpaceMarker)) {
-      replaces_spaces = true;
-    } else if (step.is_object() && step.value("type", "") == "Prepend" && step.value("prepend", "") == kSpaceMarker) {
-      m.prepend_space = true;
-    } else {
-      return Unsupported(what + ": normalizer: step " + TypeOf(step) + " is not supported (only Replace(\" \" -> \"▁\") and Prepend(\"▁\"))");
-    }
-  }
-  if (!replaces_spaces) return Unsupported(what + ": normalizer: no Replace(\" \" -> \"▁\"); this tokenizer is not SentencePiece-style BPE");
-  return Status::Ok();
-}
-
-Status CheckPreTokenizer(const Json& p, const std::string& what) {
-  if (p.is_null()) return Status::Ok();
-  // Split on " " after spaces became "▁" finds nothing to split, whatever its behaviour.
-  if (p.is_object() && p.value("type", "") == "Split" && p.contains("pattern") && IsStringPattern(p["pattern"], " ") &&
-      !p.value("invert", false))
-    return Status::Ok();
-  return Unsupported(what + ": pre_tokenizer: " + TypeOf(p) + " is not supported (only none or Split on \" \")");
-}
-
-Status CheckDecoder(const Json& d, const std::string& what) {
-  std::vector<Json> steps;
-  if (d.is_object() && d.value("type", "") == "Sequence" && d.contains("decoders") && d["decoders"].is_array()) {
-    steps.assign(d["decoders"].begin(), d["decoders"].end());
-  } else if (!d.is_null()) {
-    steps.push_back(d);
-  }
-  bool replace = false, byte_fallback = false;
-  for (const Json& step : steps) {
-    const std::string type = step.is_object() ? step.value("type", "") : "";
-    if (IsReplace(step, kSpaceMarker, " ")) {
-      replace = true;
-    } else if (type == "ByteFallback") {
-      byte_fallback = true;
-    } else if (type != "Fuse") {
-      return Unsupported(what + ": decoder: step " + TypeOf(step) + " is not supported");
-    }
-  }
-  if (!replace || !byte_fallback)
-    return Unsupported(what + ": decoder: expected Replace(\"▁\" -> \" \") and ByteFallback");
-  return Status::Ok();
-}
-
 Status CheckModelOptions(const RawTokenizerJson& raw, const std::string& what, TokenizerModel& m) {
   if (!raw.has_model) return CorruptFile(what + ": no \"model\" section");
   if (raw.model_type.empty()) return CorruptFile(what + ": model.type is missing");
@@ -238,7 +172,7 @@ Status CheckModelOptions(const RawTokenizerJson& raw, const std::string& what, T
   return Status::Ok();
 }
 
-Status BuildVocab(const RawTokenizerJson& raw, const std::string& what, TokenizerModel& m) {
+Status BuildVocab(RawTokenizerJson& raw, const std::string& what, TokenizerModel& m) {
   const size_t n = raw.vocab.size();
   if (n == 0) return CorruptFile(what + ": model.vocab is empty or missing");
   if (n > INT32_MAX) return OutOfRange(what + ": model.vocab has more than 2^31 entries");
@@ -252,9 +186,20 @@ Status BuildVocab(const RawTokenizerJson& raw, const std::string& what, Tokenize
     if (entry_of_id[e.id] >= 0) return CorruptFile(what + ": model.vocab: id " + std::to_string(e.id) + " is used twice");
     entry_of_id[e.id] = static_cast<int64_t>(i);
   }
-  m.texts.reserve(raw.vocab_text.size());
   m.text_offsets.reserve(n + 1);
   m.flags.reserve(n);
+  bool in_order = true;  // tokenizer.json files list the vocabulary by id: then the text is reused
+  for (size_t i = 0; i < n && in_order; ++i) in_order = raw.vocab[i].id == static_cast<int64_t>(i);
+  if (in_order) {
+    m.texts = std::move(raw.vocab_text);
+    for (size_t id = 0; id < n; ++id) {
+      const auto& e = raw.vocab[id];
+      m.text_offsets.push_back(e.offset + e.length);
+      m.flags.push_back(ParseByteToken(std::string_view(m.texts).substr(e.offset, e.length)) >= 0 ? kFlagByte : 0);
+    }
+    return Status::Ok();
+  }
+  m.texts.reserve(raw.vocab_text.size());
   for (size_t id = 0; id < n; ++id) {
     const auto& e = raw.vocab[entry_of_id[id]];
     const std::string_view text(raw.vocab_text.data() + e.offset, e.length);
@@ -281,15 +226,12 @@ Status ApplyAddedTokens(const RawTokenizerJson& raw, const std::string& what, To
   return Status::Ok();
 }
 
-Status BuildMerges(const RawTokenizerJson& raw, const std::string& what, TokenizerModel& m) {
-  const size_t count = raw.merge_offsets.size() / 3;
-  if (count > UINT32_MAX) return OutOfRange(what + ": model.merges has too many entries");
-  m.merges.Reserve(count);
+// Resolves merges [begin, end) into (left, right, joined) ids, 3 per merge, -1 where absent.
+void ResolveMerges(const RawTokenizerJson& raw, const TokenizerModel& m, size_t begin, size_t end, int32_t* ids) {
   constexpr size_t kBatch = 128;
   std::string_view queries[3 * kBatch];
-  int32_t ids[3 * kBatch];
-  for (size_t base = 0; base < count; base += kBatch) {
-    const size_t n = std::min(kBatch, count - base);
+  for (size_t base = begin; base < end; base += kBatch) {
+    const size_t n = std::min(kBatch, end - base);
     for (size_t i = 0; i < n; ++i) {
       // Left and right are stored back to back, so the joined string is the span over both.
       const uint32_t* o = &raw.merge_offsets[3 * (base + i)];
@@ -297,22 +239,45 @@ Status BuildMerges(const RawTokenizerJson& raw, const std::string& what, Tokeniz
       queries[3 * i + 1] = std::string_view(raw.merge_text.data() + o[1], o[2] - o[1]);
       queries[3 * i + 2] = std::string_view(raw.merge_text.data() + o[0], o[2] - o[0]);
     }
-    m.FindMany(queries, 3 * n, ids);
-    for (size_t i = 0; i < n; ++i) {
-      if (ids[3 * i] >= 0 && ids[3 * i + 1] >= 0) m.merges.Prefetch(ids[3 * i], ids[3 * i + 1]);
+    m.FindMany(queries, 3 * n, ids + 3 * (base - begin));
+  }
+}
+
+Status BuildMerges(const RawTokenizerJson& raw, const std::string& what, TokenizerModel& m) {
+  const size_t count = raw.merge_offsets.size() / 3;
+  if (count > UINT32_MAX) return OutOfRange(what + ": model.merges has too many entries");
+  // Resolving 1.5 million strings waits on memory most of the time; a second thread halves the wait.
+  // Lookups only read the model, so the halves need no coordination.
+  std::vector<int32_t> ids(3 * count);
+  const size_t half = count / 2;
+  std::thread helper;
+  try {
+    helper = std::thread(ResolveMerges, std::cref(raw), std::cref(m), half, count, ids.data() + 3 * half);
+  } catch (const std::system_error&) {
+    ResolveMerges(raw, m, half, count, ids.data() + 3 * half);  // no thread available: do it here
+  }
+  ResolveMerges(raw, m, 0, half, ids.data());
+  if (helper.joinable()) helper.join();
+
+  m.merges.Reserve(count);
+  constexpr size_t kPrefetchAhead = 16;
+  for (size_t i = 0; i < count; ++i) {
+    if (i + kPrefetchAhead < count) {
+      const int32_t* ahead = &ids[3 * (i + kPrefetchAhead)];
+      if (ahead[0] >= 0 && ahead[1] >= 0) m.merges.Prefetch(ahead[0], ahead[1]);
     }
-    for (size_t i = 0; i < n; ++i) {
-      for (int k = 0; k < 3; ++k) {
-        if (ids[3 * i + k] < 0)
-          return CorruptFile(what + ": model.merges[" + std::to_string(base + i) + "]: \"" + std::string(queries[3 * i + k]) +
-                             "\" is not in model.vocab");
-      }
-      const int32_t l = ids[3 * i], r = ids[3 * i + 1], result = ids[3 * i + 2];
-      // Merges may only build tokens that text is allowed to produce (see TokenizerModel::BpeUsable);
-      // FunctionGemma has none outside that set.
-      if (!m.BpeUsable(l) || !m.BpeUsable(r) || !m.BpeUsable(result)) continue;
-      m.merges.Set(l, r, Merge{static_cast<uint32_t>(base + i), result});  // a repeated pair keeps its last rank, as in HF
+    const int32_t* r = &ids[3 * i];
+    for (int k = 0; k < 3; ++k) {
+      if (r[k] >= 0) continue;
+      const uint32_t* o = &raw.merge_offsets[3 * i];
+      const size_t from = k == 1 ? o[1] : o[0], to = k == 0 ? o[1] : o[2];
+      return CorruptFile(what + ": model.merges[" + std::to_string(i) + "]: \"" + raw.merge_text.substr(from, to - from) +
+                         "\" is not in model.vocab");
     }
+    // Merges may only build tokens that text is allowed to produce (see TokenizerModel::BpeUsable);
+    // FunctionGemma has none outside that set.
+    if (!m.BpeUsable(r[0]) || !m.BpeUsable(r[1]) || !m.BpeUsable(r[2])) continue;
+    m.merges.Set(r[0], r[1], Merge{static_cast<uint32_t>(i), r[2]});  // a repeated pair keeps its last rank, as in HF
   }
   return Status::Ok();
 }
@@ -339,9 +304,7 @@ Result<std::unique_ptr<TokenizerModel>> ParseTokenizerJson(std::string_view text
   auto model = std::make_unique<TokenizerModel>();
   TokenizerModel& m = *model;
   FGEMMA_RETURN_IF_ERROR(CheckModelOptions(raw, what, m));
-  FGEMMA_RETURN_IF_ERROR(CheckNormalizer(raw.normalizer, what, m));
-  FGEMMA_RETURN_IF_ERROR(CheckPreTokenizer(raw.pre_tokenizer, what));
-  FGEMMA_RETURN_IF_ERROR(CheckDecoder(raw.decoder, what));
+  FGEMMA_RETURN_IF_ERROR(CheckPipeline(raw.normalizer, raw.pre_tokenizer, raw.decoder, what, m.prepend_space));
   FGEMMA_RETURN_IF_ERROR(BuildVocab(raw, what, m));
   FGEMMA_RETURN_IF_ERROR(ApplyAddedTokens(raw, what, m));
   // Merges are resolved through the text index that FinishModel builds.

@@ -12,24 +12,6 @@ constexpr int kMaxDepth = 256;  // deeper nesting is no tokenizer.json; refuse r
 bool IsWhitespace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-void AppendUtf8(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 // Whether any of 8 bytes is '"', '\\', below 0x20 or at least 0x80 (bit tricks on one 64-bit word;
 // a byte after a true hit may be flagged too, which only ends the fast path early).
 bool HasSpecialByte(const char* p) {
@@ -114,9 +96,13 @@ Status JsonScanner::ReadEscape(std::string& out) {
 }
 
 Status JsonScanner::ReadString(std::string& out) {
+  out.clear();
+  return AppendString(out);
+}
+
+Status JsonScanner::AppendString(std::string& out) {
   if (Peek() != '"') return pos_ >= text_.size() ? Error("expected a string but the text ends") : Error("expected a string");
   ++pos_;
-  out.clear();
   for (;;) {
     // Copy the run of ordinary bytes in one go; stop at the quote, an escape, or a byte to check.
     // Eight bytes at a time while none of them is special (the vocabulary is 14 MB of strings).

@@ -26,7 +26,8 @@ class JsonScanner {
   // Next non-whitespace character without consuming it; '\0' at the end of the text.
   char Peek();
   Status Expect(char c);
-  Status ReadString(std::string& out);
+  Status ReadString(std::string& out);    // replaces `out`
+  Status AppendString(std::string& out);  // appends to `out`
   Status ReadInt(int64_t& out);
   Status ReadBool(bool& out);
   Status SkipValue();

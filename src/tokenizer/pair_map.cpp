@@ -7,18 +7,17 @@
 #include <new>
 
 namespace fgemma::tokenizer_internal {
-
-void PairMap::Reserve(size_t expected) { Allocate(std::bit_ceil(expected * 2 + 16)); }
-
 namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 }
+
+void PairMap::Reserve(size_t expected) { Allocate(std::bit_ceil(expected * 2 + 16)); }
 
 void PairMap::Free::operator()(Entry* p) const { std::free(p); }
 
 void PairMap::Allocate(size_t capacity) {
   // Every lookup lands on a random slot; with 4 KiB pages a 16 MiB table also misses the TLB on
-  // most of them. Huge pages (where the OS grants them) cut encoding time markedly.
+  // most of them, so the table asks for huge pages (Linux grants them with THP set to madvise).
   const size_t bytes = capacity * sizeof(Entry);
   const size_t align = bytes >= kHugePage ? kHugePage : alignof(Entry);
   void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);

@@ -12,17 +12,20 @@
 //     listed merge applies.
 //
 // Arbitrary bytes, not only UTF-8, are accepted and encode losslessly: a byte that does not belong to
-// a well-formed UTF-8 character is its own symbol and is encoded as its `<0xNN>` token, so
-// Decode(Encode(s)) == s for every byte string s that contains no "▁" (which decodes to a space) and,
-// with parse_special, no added token that decoding is told to skip. Hugging Face cannot take such
-// input at all (Rust strings are UTF-8); on valid UTF-8 the ids are identical.
+// a well-formed UTF-8 character (stray continuation byte, overlong form, surrogate, truncated
+// sequence, > U+10FFFF) is its own symbol and is encoded as its `<0xNN>` token, and so is each byte
+// of a well-formed character missing from the vocabulary; embedded NULs are ordinary bytes. Hence
+// Decode(Encode(s)) == s for every byte string s (with the default DecodeOptions), except that a
+// literal "▁" in s comes back as " ": the vocabulary uses it to spell spaces. Hugging Face cannot
+// take non-UTF-8 input at all (Rust strings); on valid UTF-8 the ids are identical.
 //
 // Decoding maps "▁" to " ", turns `<0xNN>` tokens back into raw bytes and concatenates. The result is
 // returned as raw bytes, so a sequence of byte tokens that is not valid UTF-8 comes back unchanged
 // (Hugging Face would substitute U+FFFD); on ids that decode to valid UTF-8 both agree.
 //
 // A Tokenizer is immutable once built: all const methods may be called from any number of threads at
-// once, and copies share the same tables (copying is cheap).
+// once, and copies share the same tables (copying is cheap). Encode is O(n log n) in the input length
+// and keeps a bounded cache of recent words per encoding thread (about 600 KB, see word_cache.h).
 #pragma once
 
 #include <cstdint>
@@ -105,9 +108,9 @@ class Tokenizer {
   bool IsSpecial(int32_t id) const;  // see DecodeOptions::skip_special; false for out-of-range ids
   bool IsEos(int32_t id) const;
 
-  const tokenizer_internal::TokenizerModel& model() const { return *model_; }
-
  private:
+  friend class StreamDecoder;
+  const tokenizer_internal::TokenizerModel& model() const { return *model_; }
   explicit Tokenizer(std::shared_ptr<const tokenizer_internal::TokenizerModel> model)
       : model_(std::move(model)) {}
   std::shared_ptr<const tokenizer_internal::TokenizerModel> model_;

@@ -5,21 +5,11 @@
 #include <atomic>
 #include <cstdio>
 
+#include "tokenizer/text_hash.h"
 #include "tokenizer/utf8.h"
 
 namespace fgemma::tokenizer_internal {
 namespace {
-
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // "▁" U+2581
-
-uint64_t HashText(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a: token strings are short, so a byte loop is enough
-  for (char c : s) {
-    h ^= static_cast<uint8_t>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -58,72 +48,52 @@ void BuildPieces(TokenizerModel& m) {
   m.pieces.clear();
   m.pieces.reserve(m.texts.size());
   m.piece_offsets.assign(1, 0);
+  m.piece_offsets.reserve(static_cast<size_t>(m.size()) + 1);
   for (int32_t id = 0; id < m.size(); ++id) {
     const std::string_view text = m.Text(id);
     if (m.flags[id] & kFlagByte) {
       m.pieces.push_back(static_cast<char>(ParseByteToken(text)));
     } else {
-      for (size_t i = 0; i < text.size();) {
-        if (text.compare(i, kSpaceMarker.size(), kSpaceMarker) == 0) {
-          m.pieces.push_back(' ');
-          i += kSpaceMarker.size();
-        } else {
-          m.pieces.push_back(text[i++]);
-        }
+      size_t done = 0;
+      for (size_t p; (p = text.find(kSpaceMarker, done)) != std::string_view::npos; done = p + kSpaceMarker.size()) {
+        m.pieces.append(text.substr(done, p - done)).push_back(' ');
       }
+      m.pieces.append(text.substr(done));
     }
     m.piece_offsets.push_back(static_cast<uint32_t>(m.pieces.size()));
   }
 }
 
-void AppendUtf8(char32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+// The character that ends text[0, end), as the encoder would split it: a well-formed character's code
+// point, or 0x80000000 | byte for a byte that is not part of one.
+char32_t CharacterBefore(std::string_view text, size_t end) {
+  size_t start = end - 1;
+  while (start > 0 && end - start < 4 && (static_cast<uint8_t>(text[start]) & 0xC0) == 0x80) --start;
+  for (; start < end; ++start) {
+    const size_t len = Utf8CharLength(text, start);
+    if (len == end - start) return Utf8Decode(text, start, len);
   }
+  return 0x80000000u | static_cast<uint8_t>(text[end - 1]);
 }
 
 void BuildCharacterTables(TokenizerModel& m) {
   m.bmp_ids.assign(0x10000, -1);
   std::vector<char32_t> bridges;
-  std::string ch;
   for (int32_t id = 0; id < m.size(); ++id) {
-    if (!m.BpeUsable(id)) continue;
     const std::string_view text = m.Text(id);
-    char32_t prev = 0;
-    bool has_prev = false, prev_is_marker = false;
-    for (size_t pos = 0; pos < text.size();) {
-      const size_t len = Utf8CharLength(text, pos);
-      if (len == 0) {  // a stray byte: count it as a character that can precede "▁"
-        prev = 0x80000000u | static_cast<uint8_t>(text[pos]);
-        has_prev = true;
-        prev_is_marker = false;
-        ++pos;
-        continue;
-      }
-      const char32_t cp = Utf8Decode(text, pos, len);
-      if (len == text.size() && cp < 0x10000) m.bmp_ids[cp] = id;
-      const bool is_marker = cp == 0x2581;
-      if (is_marker && has_prev && !prev_is_marker) bridges.push_back(prev);
-      prev = cp;
-      has_prev = true;
-      prev_is_marker = is_marker;
-      pos += len;
+    // Single characters: the lowest id wins, like Find; unusable ones are dropped below.
+    if (text.size() <= 3 && !text.empty() && Utf8CharLength(text, 0) == text.size()) {
+      const char32_t cp = Utf8Decode(text, 0, text.size());
+      if (m.bmp_ids[cp] < 0) m.bmp_ids[cp] = id;
+    }
+    if (!m.BpeUsable(id)) continue;
+    for (size_t p = text.find(kSpaceMarker, 1); p != std::string_view::npos; p = text.find(kSpaceMarker, p + 1)) {
+      const char32_t before = CharacterBefore(text, p);
+      if (before != kSpaceMarkerCp) bridges.push_back(before);
     }
   }
-  // A duplicated single-character string must resolve like Find (lowest id).
-  for (char32_t cp = 0; cp < 0x10000; ++cp) {
-    if (m.bmp_ids[cp] < 0) continue;
-    ch.clear();
-    AppendUtf8(cp, ch);
-    const int32_t found = m.Find(ch);
-    m.bmp_ids[cp] = m.BpeUsable(found) ? found : -1;
+  for (int32_t& id : m.bmp_ids) {
+    if (id >= 0 && !m.BpeUsable(id)) id = -1;
   }
   std::sort(bridges.begin(), bridges.end());
   bridges.erase(std::unique(bridges.begin(), bridges.end()), bridges.end());

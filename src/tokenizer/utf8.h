@@ -4,9 +4,17 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace fgemma::tokenizer_internal {
+
+// "▁" (U+2581): how SentencePiece vocabularies spell a space.
+inline constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";
+inline constexpr char32_t kSpaceMarkerCp = 0x2581;
+
+// Appends the UTF-8 encoding of code point `cp` (at most U+10FFFF, not a surrogate).
+void AppendUtf8(char32_t cp, std::string& out);
 
 // Length of the well-formed UTF-8 character starting at s[pos] (1-4), or 0 when the bytes there are
 // not one (stray continuation byte, overlong form, surrogate, > U+10FFFF, truncated sequence). The

@@ -1,5 +1,7 @@
 #include "tokenizer/word_cache.h"
 
+#include "tokenizer/text_hash.h"
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -31,14 +33,7 @@ void WordCache::Clear() {
   entries_ = 0;
 }
 
-uint64_t WordCache::Hash(std::string_view word) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (char c : word) {
-    h ^= static_cast<uint8_t>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
+uint64_t WordCache::Hash(std::string_view word) { return HashText(word); }
 
 size_t WordCache::EntryBytes(size_t word_length, size_t id_count) {
   const size_t ids_at = (sizeof(Header) + word_length + 3) & ~size_t{3};
