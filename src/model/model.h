@@ -61,6 +61,12 @@ class Model {
   // Bytes of weights the model maps (each tensor once).
   uint64_t weight_bytes() const;
 
+  // The tensor ForEachTensor names by `spec`, for writers (convert): a matrix (embedding or
+  // projection) as its stored view, a norm as its (1 + w) float32 scale. Exactly one is non-null
+  // for a spec of this model's config.
+  const TensorView* Matrix(const TensorSpec& spec) const;
+  const std::vector<float>* Norm(const TensorSpec& spec) const;
+
  private:
   Model() = default;
   ModelConfig config_;
