@@ -163,10 +163,11 @@ Status AddHfMetadata(const ModelConfig& c, const std::string& model_dir, const s
 
 Status CopyGgufMetadata(const GgufFile& source, const std::string& name, DType type, GgufWriter& w) {
   FirstError add;
-  bool has_file_type = false;
+  bool has_name = false, has_file_type = false;
   for (const GgufKeyValue& kv : source.metadata()) {
     if (kv.key == "general.name" && !name.empty()) {
       add(w.AddString(kv.key, name));
+      has_name = true;
     } else if (kv.key == "general.file_type") {
       add(w.AddU32(kv.key, GgufFileType(type)));
       has_file_type = true;
@@ -174,6 +175,7 @@ Status CopyGgufMetadata(const GgufFile& source, const std::string& name, DType t
       add(w.AddValue(kv.key, kv.value));
     }
   }
+  if (!has_name && !name.empty()) add(w.AddString("general.name", name));
   if (!has_file_type) add(w.AddU32("general.file_type", GgufFileType(type)));
   return add.status;
 }
