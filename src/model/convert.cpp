@@ -21,10 +21,6 @@ namespace {
 // enough that the per-call overhead does not either.
 constexpr size_t kBlockBytes = size_t{1} << 20;
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Drops the whole pages inside [p, p + n) of a read-only file mapping from this process: they are
 // re-read from the page cache if touched again, so this only lowers the resident set.
 void ReleaseSourcePages(const void* p, size_t n) {
@@ -128,7 +124,7 @@ Result<ConvertResult> ConvertToGguf(const std::string& source, const std::string
   if (!FileExists(source)) return NotFound(source + ": no such file or directory");
   FGEMMA_TRY(std::unique_ptr<Model> model, Model::Load(source));
   const ModelConfig& config = model->config();
-  const bool from_gguf = EndsWith(source, ".gguf");
+  const bool from_gguf = source.ends_with(".gguf");  // as Model::Load decides
 
   FGEMMA_TRY(GgufWriter w, GgufWriter::Create(out_path));
   if (from_gguf) {

@@ -46,9 +46,10 @@ void ForEachTensor(const ModelConfig& c, const std::function<void(const TensorSp
 
 std::vector<TensorSpec> TensorsInGgufOrder(const ModelConfig& config) {
   static constexpr std::string_view kLayerOrder[] = {
-      "attn_q.weight",    "attn_k.weight",   "attn_v.weight",       "attn_output.weight", "attn_q_norm.weight",
-      "attn_k_norm.weight", "attn_norm.weight", "post_attention_norm.weight", "ffn_norm.weight", "post_ffw_norm.weight",
-      "ffn_gate.weight",  "ffn_up.weight",   "ffn_down.weight"};
+      "attn_q.weight",    "attn_k.weight",       "attn_v.weight",      "attn_output.weight",
+      "attn_q_norm.weight", "attn_k_norm.weight", "attn_norm.weight",   "post_attention_norm.weight",
+      "ffn_norm.weight",  "post_ffw_norm.weight", "ffn_gate.weight",    "ffn_up.weight",
+      "ffn_down.weight"};
   // Global tensors sort before layer 0: the embedding, then the final norm.
   auto rank = [](const TensorSpec& s) -> std::pair<int, int> {
     if (s.layer < 0) return {-1, s.role == TensorRole::kEmbedding ? 0 : 1};
