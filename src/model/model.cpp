@@ -26,6 +26,31 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Where a layer tensor of ForEachTensor lives in LayerWeights (nullptr for a name it does not list).
+// `L` is LayerWeights or const LayerWeights.
+template <typename Layer>
+auto NormSlot(Layer& L, const std::string& n) -> decltype(&L.input_norm) {
+  if (EndsWith(n, "input_layernorm.weight")) return &L.input_norm;
+  if (EndsWith(n, "q_norm.weight")) return &L.q_norm;
+  if (EndsWith(n, "k_norm.weight")) return &L.k_norm;
+  if (EndsWith(n, "post_attention_layernorm.weight")) return &L.post_attn_norm;
+  if (EndsWith(n, "pre_feedforward_layernorm.weight")) return &L.pre_ffn_norm;
+  if (EndsWith(n, "post_feedforward_layernorm.weight")) return &L.post_ffn_norm;
+  return nullptr;
+}
+
+template <typename Layer>
+auto ProjectionSlot(Layer& L, const std::string& n) -> decltype(&L.q_proj) {
+  if (EndsWith(n, "q_proj.weight")) return &L.q_proj;
+  if (EndsWith(n, "k_proj.weight")) return &L.k_proj;
+  if (EndsWith(n, "v_proj.weight")) return &L.v_proj;
+  if (EndsWith(n, "o_proj.weight")) return &L.o_proj;
+  if (EndsWith(n, "gate_proj.weight")) return &L.gate_proj;
+  if (EndsWith(n, "up_proj.weight")) return &L.up_proj;
+  if (EndsWith(n, "down_proj.weight")) return &L.down_proj;
+  return nullptr;
+}
+
 std::string DirName(const std::string& path) {
   const auto slash = path.find_last_of('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
@@ -72,24 +97,11 @@ Result<std::unique_ptr<Model>> Model::Assemble(const ModelConfig& config, const 
       return;
     }
     LayerWeights& L = model->layers_[static_cast<size_t>(spec.layer)];
-    const std::string& n = spec.hf_name;
     if (spec.role == TensorRole::kNorm) {
-      std::vector<float> scale = NormScale(t, norms_have_unit_offset);
-      if (EndsWith(n, "input_layernorm.weight")) L.input_norm = std::move(scale);
-      else if (EndsWith(n, "q_norm.weight")) L.q_norm = std::move(scale);
-      else if (EndsWith(n, "k_norm.weight")) L.k_norm = std::move(scale);
-      else if (EndsWith(n, "post_attention_layernorm.weight")) L.post_attn_norm = std::move(scale);
-      else if (EndsWith(n, "pre_feedforward_layernorm.weight")) L.pre_ffn_norm = std::move(scale);
-      else if (EndsWith(n, "post_feedforward_layernorm.weight")) L.post_ffn_norm = std::move(scale);
+      if (auto* slot = NormSlot(L, spec.hf_name)) *slot = NormScale(t, norms_have_unit_offset);
       return;
     }
-    if (EndsWith(n, "q_proj.weight")) L.q_proj = t;
-    else if (EndsWith(n, "k_proj.weight")) L.k_proj = t;
-    else if (EndsWith(n, "v_proj.weight")) L.v_proj = t;
-    else if (EndsWith(n, "o_proj.weight")) L.o_proj = t;
-    else if (EndsWith(n, "gate_proj.weight")) L.gate_proj = t;
-    else if (EndsWith(n, "up_proj.weight")) L.up_proj = t;
-    else if (EndsWith(n, "down_proj.weight")) L.down_proj = t;
+    if (auto* slot = ProjectionSlot(L, spec.hf_name)) *slot = t;
   });
   FGEMMA_RETURN_IF_ERROR(status);
   model->embedding_scale_ = static_cast<float>(std::sqrt(static_cast<double>(config.hidden)));
@@ -132,6 +144,19 @@ uint64_t Model::weight_bytes() const {
       total += v->bytes();
   }
   return total;
+}
+
+const TensorView* Model::Matrix(const TensorSpec& spec) const {
+  if (spec.role == TensorRole::kEmbedding) return &embedding_;
+  if (spec.role != TensorRole::kProjection || spec.layer < 0 || spec.layer >= config_.num_layers) return nullptr;
+  return ProjectionSlot(layers_[static_cast<size_t>(spec.layer)], spec.hf_name);
+}
+
+const std::vector<float>* Model::Norm(const TensorSpec& spec) const {
+  if (spec.role != TensorRole::kNorm) return nullptr;
+  if (spec.layer < 0) return &final_norm_;
+  if (spec.layer >= config_.num_layers) return nullptr;
+  return NormSlot(layers_[static_cast<size_t>(spec.layer)], spec.hf_name);
 }
 
 namespace {

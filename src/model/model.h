@@ -64,6 +64,12 @@ class Model {
   // cache files of one model are refused by another.
   uint64_t fingerprint() const { return fingerprint_; }
 
+  // The tensor ForEachTensor names by `spec`, for writers (convert): a matrix (embedding or
+  // projection) as its stored view, a norm as its (1 + w) float32 scale. Exactly one is non-null
+  // for a spec of this model's config.
+  const TensorView* Matrix(const TensorSpec& spec) const;
+  const std::vector<float>* Norm(const TensorSpec& spec) const;
+
  private:
   Model() = default;
   ModelConfig config_;

@@ -1,6 +1,8 @@
 #include "model/tensor_list.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string_view>
 
 namespace fgemma {
 
@@ -40,6 +42,25 @@ void ForEachTensor(const ModelConfig& c, const std::function<void(const TensorSp
     norm("post_feedforward_layernorm.weight", "post_ffw_norm.weight", hidden, 4.0);
   }
   visit({"model.norm.weight", "output_norm.weight", TensorRole::kNorm, -1, 1, hidden, true, 0.5});
+}
+
+std::vector<TensorSpec> TensorsInGgufOrder(const ModelConfig& config) {
+  static constexpr std::string_view kLayerOrder[] = {
+      "attn_q.weight",    "attn_k.weight",       "attn_v.weight",      "attn_output.weight",
+      "attn_q_norm.weight", "attn_k_norm.weight", "attn_norm.weight",   "post_attention_norm.weight",
+      "ffn_norm.weight",  "post_ffw_norm.weight", "ffn_gate.weight",    "ffn_up.weight",
+      "ffn_down.weight"};
+  // Global tensors sort before layer 0: the embedding, then the final norm.
+  auto rank = [](const TensorSpec& s) -> std::pair<int, int> {
+    if (s.layer < 0) return {-1, s.role == TensorRole::kEmbedding ? 0 : 1};
+    const std::string_view suffix = std::string_view(s.gguf_name).substr(s.gguf_name.find('.', 4) + 1);
+    const auto* it = std::find(std::begin(kLayerOrder), std::end(kLayerOrder), suffix);
+    return {s.layer, static_cast<int>(it - std::begin(kLayerOrder))};
+  };
+  std::vector<TensorSpec> specs;
+  ForEachTensor(config, [&](const TensorSpec& s) { specs.push_back(s); });
+  std::stable_sort(specs.begin(), specs.end(), [&](const TensorSpec& a, const TensorSpec& b) { return rank(a) < rank(b); });
+  return specs;
 }
 
 }  // namespace fgemma

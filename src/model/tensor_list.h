@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "model/config.h"
 
@@ -29,5 +30,10 @@ struct TensorSpec {
 };
 
 void ForEachTensor(const ModelConfig& config, const std::function<void(const TensorSpec&)>& visit);
+
+// The same tensors in the order llama.cpp's gemma3 GGUF files hold them (the fixtures' order):
+// token_embd, output_norm, then per layer attn_q/k/v/output, attn_q/k_norm, attn_norm,
+// post_attention_norm, ffn_norm, post_ffw_norm, ffn_gate/up/down.
+std::vector<TensorSpec> TensorsInGgufOrder(const ModelConfig& config);
 
 }  // namespace fgemma

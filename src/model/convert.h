@@ -1,0 +1,62 @@
+// Conversion of a Gemma 3 model -- a Hugging Face directory or a GGUF file -- into one GGUF file in
+// llama.cpp's gemma3 layout: tensors in TensorsInGgufOrder with ggml dims {in, out}, the tied
+// embedding stored once (no output.weight), norms always float32 holding 1 + w, the embedding and
+// projections in the requested type, and metadata llama.cpp reads (general.*, gemma3.* config,
+// tokenizer.ggml.* vocabulary, tokenizer.chat_template).
+//
+// Memory: source tensors are read in place from their mappings, and each tensor is converted and
+// written one block of rows at a time (about 1 MiB), so the converter holds at most one block of
+// converted data; the source pages of each finished block are dropped from the process (they stay
+// in the page cache), which keeps the peak resident set near the tokenizer's size rather than the
+// model's.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+#include "util/tensor.h"
+
+namespace fgemma {
+
+struct ConvertOptions {
+  DType type = DType::kBF16;
+  // general.name ("" = the Hugging Face directory's name, or the GGUF source's own name).
+  std::string name;
+  // Called after each block of rows with the tensor bytes written so far and in all.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+  // Called before any tensor is written with each warning (also returned in ConvertResult).
+  std::function<void(const std::string&)> warning;
+};
+
+struct ConvertResult {
+  std::string path;
+  DType type = DType::kBF16;
+  uint64_t file_bytes = 0;
+  size_t tensor_count = 0;
+  std::string source_type;  // the source's weight type ("bf16", "q4_0", "mixed", ...)
+  // A source whose matrices are quantized and differ from the target is dequantized and re-encoded:
+  // the result cannot be more accurate than the source, which the warning says.
+  std::vector<std::string> warnings;
+};
+
+// Writes `out_path` (through a temporary file renamed on success; nothing is left behind on failure).
+// `source` is a Hugging Face model directory (config.json, safetensors, tokenizer.json, optionally
+// tokenizer_config.json), a .safetensors file inside one, or a .gguf file. From Hugging Face, the
+// tokenizer is required: it becomes the GGUF vocabulary. From GGUF, every metadata key is carried
+// over in order, with general.file_type set to the new type; tensors other than the model's
+// (rope_freqs) are dropped. Float source tensors are converted directly; quantized ones are
+// dequantized to float32 first, unless already of the target type (then copied byte for byte).
+// Errors: NotFound (source or tokenizer missing), IoError (output not writable), the loaders' errors.
+Result<ConvertResult> ConvertToGguf(const std::string& source, const std::string& out_path, const ConvertOptions& options);
+
+// Parses a target type: f32, f16, bf16, q8_0 or q4_0 (InvalidArgument naming them otherwise).
+Result<DType> ParseConvertType(const std::string& name);
+
+// llama.cpp's general.file_type (enum llama_ftype) for a file mostly of type `t`:
+// F32 0, F16 1, Q4_0 2, Q8_0 7, BF16 32.
+uint32_t GgufFileType(DType t);
+
+}  // namespace fgemma
