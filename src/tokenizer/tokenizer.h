@@ -108,9 +108,11 @@ class Tokenizer {
   bool IsSpecial(int32_t id) const;  // see DecodeOptions::skip_special; false for out-of-range ids
   bool IsEos(int32_t id) const;
 
+  // The tables themselves, for the tokenizer layer's own exporters (gguf_vocab.cpp).
+  const tokenizer_internal::TokenizerModel& model() const { return *model_; }
+
  private:
   friend class StreamDecoder;
-  const tokenizer_internal::TokenizerModel& model() const { return *model_; }
   explicit Tokenizer(std::shared_ptr<const tokenizer_internal::TokenizerModel> model)
       : model_(std::move(model)) {}
   std::shared_ptr<const tokenizer_internal::TokenizerModel> model_;
