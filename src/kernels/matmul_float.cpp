@@ -47,15 +47,13 @@ struct FloatKernel {
     using V = hn::Vec<decltype(df)>;
     const size_t N = hn::Lanes(df);
     const size_t cols = job.cols;
+    TileAcc<kR, kT, decltype(df)> tile(df, job, row, token);
+    auto& acc = tile.acc;
     const WT* wr[kR];
-    for (size_t r = 0; r < kR; ++r) wr[r] = reinterpret_cast<const WT*>(job.row(row + r));
+    for (size_t r = 0; r < kR; ++r) wr[r] = reinterpret_cast<const WT*>(tile.w[r]);
     const float* xt[kT];
-    for (size_t t = 0; t < kT; ++t) xt[t] = reinterpret_cast<const float*>(job.token(token + t));
+    for (size_t t = 0; t < kT; ++t) xt[t] = reinterpret_cast<const float*>(tile.x[t]);
 
-    V acc[kR][kT];
-    for (size_t r = 0; r < kR; ++r) {
-      for (size_t t = 0; t < kT; ++t) acc[r][t] = hn::Zero(df);
-    }
     size_t k = 0;
     for (; k + N <= cols; k += N) {
       V wv[kR];
@@ -81,7 +79,7 @@ struct FloatKernel {
         for (size_t r = 0; r < kR; ++r) acc[r][t] = hn::MulAdd(wv[r], xv, acc[r][t]);
       }
     }
-    StoreTileSums<kR, kT>(df, acc, job.out(row, token), job.y_stride);
+    tile.Store(df, job, row, token);
   }
 };
 
