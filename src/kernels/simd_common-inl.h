@@ -121,7 +121,8 @@ HWY_INLINE void TileTokens(const TileJob& job, size_t row, size_t t, size_t t_en
 template <class K, size_t kRows, size_t kTokens>
 HWY_INLINE void TileMatMul(const TileJob& job, size_t row_begin, size_t row_end, size_t num_tokens) {
   constexpr size_t kTokenBlockBytes = 256 * 1024;
-  const size_t block = HWY_MAX(kTokens, kTokenBlockBytes / (job.x_stride * kTokens) * kTokens);
+  const size_t token_bytes = HWY_MAX(job.x_stride, size_t{1});  // stride may be 0 for one token
+  const size_t block = HWY_MAX(kTokens, kTokenBlockBytes / (token_bytes * kTokens) * kTokens);
   for (size_t t0 = 0; t0 < num_tokens; t0 += block) {
     const size_t t1 = HWY_MIN(num_tokens, t0 + block);
     size_t r = row_begin;

@@ -117,6 +117,7 @@ struct Case {
   size_t w_offset = 0, x_offset = 0, x_extra = 0, y_offset = 0, y_extra = 0;
   bool pack = true;
   bool pack_as_other_type = false;  // q8_0 <-> q4_0: one packing must serve both
+  bool zero_stride = false;         // a single token may come with stride 0
 };
 
 std::string Describe(const Case& c) {
@@ -162,6 +163,7 @@ void RunCase(const Case& c, std::mt19937& rng) {
   SCOPED_TRACE(Describe(c));
   const Weights w = MakeWeights(c.dtype, c.rows, c.cols, c.w_offset, rng);
   Inputs in = MakeInputs(c.tokens, c.cols, c.cols + c.x_extra, c.x_offset, rng);
+  if (c.zero_stride) in.a.stride = 0;
   std::vector<uint8_t> scratch;
   if (c.pack) {
     const DType pack_type =
@@ -271,6 +273,7 @@ TEST_P(TargetTest, SlicesMisalignmentStrides) {
         c.y_extra = i % 2 == 0 ? 0 : 3;
         c.pack = i % 5 != 0;  // sometimes leave packing to MatMul
         c.pack_as_other_type = DTypeIsQuantized(dtype) && i % 2 == 1;
+        c.zero_stride = tokens == 1 && i % 2 == 0;
         RunCase(c, rng);
         if (HasFatalFailure()) return;
       }
