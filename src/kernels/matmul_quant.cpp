@@ -22,6 +22,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/matmul_quant.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/simd_common-inl.h"
@@ -128,6 +129,9 @@ struct QuantKernel {
     __m512 dw[kR];
     for (size_t r = 0; r < kR; ++r) {
       const uint8_t* blk = tile.w[r] + b * kBB;
+      // The next tile's rows: short row streams defeat the hardware prefetcher in decode.
+      hwy::Prefetch(blk + kR * job.w_row_bytes);
+      hwy::Prefetch(blk + kR * job.w_row_bytes + 64);
       wu[r] = kLast ? LoadLastU8<kType>(blk) : LoadPairU8<kType>(blk);
       dw[r] = PairScales(LoadU16(blk), kLast ? 0 : LoadU16(blk + kBB));
     }
@@ -303,6 +307,7 @@ struct QuantKernel {
       float dw[kR];
       for (size_t r = 0; r < kR; ++r) {
         blk[r] = tile.w[r] + b * kBB;
+        hwy::Prefetch(blk[r] + kR * job.w_row_bytes);  // the next tile's rows (see Step above)
         w[r] = BlockOps::template LoadW<kType>(blk[r]);
       }
       LoadScales(blk, dw);
