@@ -48,8 +48,9 @@ struct FloatKernel {
     using V = hn::Vec<decltype(df)>;
     const size_t N = hn::Lanes(df);
     const size_t cols = job.cols;
-    TileAcc<kR, kT, decltype(df)> tile(df, job, row, token);
-    auto& acc = tile.acc;
+    const TilePointers<kR, kT> tile(job, row, token);
+    V acc[kR][kT];
+    ZeroTile(df, acc);
     const WT* wr[kR];
     for (size_t r = 0; r < kR; ++r) wr[r] = reinterpret_cast<const WT*>(tile.w[r]);
     const float* xt[kT];
@@ -84,7 +85,7 @@ struct FloatKernel {
         for (size_t r = 0; r < kR; ++r) acc[r][t] = hn::MulAdd(wv[r], xv, acc[r][t]);
       }
     }
-    tile.Store(df, job, row, token);
+    StoreTileSums<kR, kT>(df, acc, job.out(row, token), job.y_stride);
   }
 };
 

@@ -87,25 +87,25 @@ struct TileJob {
   float* out(size_t r, size_t t) const { return y + t * y_stride + r; }
 };
 
-// The row and token pointers and the kR x kT accumulators of one register tile.
-template <size_t kR, size_t kT, class D>
-struct TileAcc {
+// The row and token pointers of one register tile. (The accumulators stay a local array in each
+// kernel: GCC keeps those in registers, but spills them to the stack when they are a member.)
+template <size_t kR, size_t kT>
+struct TilePointers {
   const uint8_t* w[kR];
   const uint8_t* x[kT];
-  hn::Vec<D> acc[kR][kT];
 
-  HWY_INLINE TileAcc(D d, const TileJob& job, size_t row, size_t token) {
+  HWY_INLINE TilePointers(const TileJob& job, size_t row, size_t token) {
     for (size_t r = 0; r < kR; ++r) w[r] = job.row(row + r);
     for (size_t t = 0; t < kT; ++t) x[t] = job.token(token + t);
-    for (size_t r = 0; r < kR; ++r) {
-      for (size_t t = 0; t < kT; ++t) acc[r][t] = hn::Zero(d);
-    }
-  }
-  // y[token + t][row + r] = horizontal sum of acc[r][t].
-  HWY_INLINE void Store(D d, const TileJob& job, size_t row, size_t token) const {
-    StoreTileSums<kR, kT>(d, acc, job.out(row, token), job.y_stride);
   }
 };
+
+template <size_t kR, size_t kT, class D, class V>
+HWY_INLINE void ZeroTile(D d, V (&acc)[kR][kT]) {
+  for (size_t r = 0; r < kR; ++r) {
+    for (size_t t = 0; t < kT; ++t) acc[r][t] = hn::Zero(d);
+  }
+}
 
 // Runs K::Tile<kR, kT>(job, row, token) for tokens [t, t_end) in tiles of kT, then halves kT for
 // the remainder (kT must be a power of two).
