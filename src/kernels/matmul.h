@@ -12,7 +12,7 @@
 // Numerics: float weights (f32/f16/bf16) are widened exactly and accumulated with float32 FMA on
 // float32 activations: |y - reference| <= cols * 2^-24 * sum |w x|. Quantized weights (q8_0/q4_0)
 // run on activations quantized to int8 per 32-block (exact int32 block dots, float32 scaling):
-// ~0.5% relative RMS error vs the float reference, ~1.3% with outlier channels (details in
+// ~0.5% relative RMS error vs the float reference, ~1.2% with outlier channels (details in
 // kernels/matmul_quant.cpp).
 //
 // Dispatch: Highway compiles each kernel for several SIMD targets (kernels/simd_config.h: AVX-512

@@ -8,7 +8,7 @@
 // plus float32 summation error. Measured (tests: QuantizedAccuracyVsFloat, 256x640, 8 tokens):
 // relative RMS error vs the float reference 0.54% (q8_0) / 0.52% (q4_0) of the output RMS on
 // Gaussian activations, max 2.1%; with 30x outliers in 1/64 of the channels (like real hidden
-// states) 1.2% / 1.3% RMS, max 5.4%. Identical on every target (the integer part is exact).
+// states) 1.2% RMS for both, max 5-6%. Identical on every target (the integer part is exact).
 //
 // Kernels:
 //   AVX3_DL (AVX-512 VNNI): 64 bytes = two blocks per vector; vpdpbusd on (w + 128) as u8 x xq as
