@@ -37,7 +37,7 @@ void PackActivations(DType weight_type, size_t cols, Activations* a, void* scrat
     a->packed_stride = 0;
     return;
   }
-  kernels_internal::PackQuant(weight_type, cols, a->data, a->stride, a->num_tokens, static_cast<uint8_t*>(scratch));
+  kernels_internal::PackQuant(cols, a->data, a->stride, a->num_tokens, static_cast<uint8_t*>(scratch));
   a->packed = scratch;
   a->packed_stride = kernels_internal::QuantLayoutFor(cols).stride;
 }

@@ -14,6 +14,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/matmul_float.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/simd_common-inl.h"
@@ -47,19 +48,22 @@ struct FloatKernel {
     using V = hn::Vec<decltype(df)>;
     const size_t N = hn::Lanes(df);
     const size_t cols = job.cols;
-    const WT* wr[kR];
-    for (size_t r = 0; r < kR; ++r) wr[r] = reinterpret_cast<const WT*>(job.row(row + r));
-    const float* xt[kT];
-    for (size_t t = 0; t < kT; ++t) xt[t] = reinterpret_cast<const float*>(job.token(token + t));
-
+    const TilePointers<kR, kT> tile(job, row, token);
     V acc[kR][kT];
-    for (size_t r = 0; r < kR; ++r) {
-      for (size_t t = 0; t < kT; ++t) acc[r][t] = hn::Zero(df);
-    }
+    ZeroTile(df, acc);
+    const WT* wr[kR];
+    for (size_t r = 0; r < kR; ++r) wr[r] = reinterpret_cast<const WT*>(tile.w[r]);
+    const float* xt[kT];
+    for (size_t t = 0; t < kT; ++t) xt[t] = reinterpret_cast<const float*>(tile.x[t]);
+
     size_t k = 0;
     for (; k + N <= cols; k += N) {
       V wv[kR];
-      for (size_t r = 0; r < kR; ++r) wv[r] = LoadWeights(df, wr[r] + k);
+      for (size_t r = 0; r < kR; ++r) {
+        // The next tile's rows: with short rows the hardware prefetcher falls behind in decode.
+        hwy::Prefetch(reinterpret_cast<const uint8_t*>(wr[r] + k) + kR * job.w_row_bytes);
+        wv[r] = LoadWeights(df, wr[r] + k);
+      }
       for (size_t t = 0; t < kT; ++t) {
         const V xv = hn::LoadU(df, xt[t] + k);
         for (size_t r = 0; r < kR; ++r) acc[r][t] = hn::MulAdd(wv[r], xv, acc[r][t]);

@@ -12,11 +12,11 @@ namespace fgemma::kernels_internal {
 // Packed activations for the quantized weight types, one record per token (packed_stride bytes):
 //   int8_t  q[nb * 32]     x quantized per 32-block: x[k] ~= d[b] * q[k], q in [-127, 127]
 //   float   d8[nb * 8]     d[b] repeated 8 times (a ready-made lane pattern for 8-lane int32 sums)
-//   int32_t corr[nb * 8]   -c * (q[4j] + q[4j+1] + q[4j+2] + q[4j+3]) for each group of 4, where
-//                          c = 128 for q8_0 weights and 8 for q4_0: the x86 kernels feed weights to
-//                          the unsigned operand of u8 x s8 dot products as w + c and start each
-//                          int32 lane from corr.
-// with nb = cols / 32. Quantization: d = amax / 127, q = round_half_even(x * (127 / amax)).
+//   int32_t corr[nb * 8]   -128 * (q[4j] + q[4j+1] + q[4j+2] + q[4j+3]) for each group of 4: the
+//                          VNNI kernel feeds weights to the unsigned operand of u8 x s8 dot
+//                          products as w + 128 and starts each int32 lane from corr.
+// with nb = cols / 32. Quantization: d = amax / 127, q = round_half_even(x * (127 / amax)). The
+// same record serves q8_0 and q4_0 weights, on every target.
 struct QuantLayout {
   size_t blocks = 0;
   size_t d8_offset = 0;
@@ -31,7 +31,6 @@ inline QuantLayout QuantLayoutFor(size_t cols) {
   l.stride = (l.blocks * 96 + 63) / 64 * 64;
   return l;
 }
-inline int32_t QuantCorrectionFactor(DType weight_type) { return weight_type == DType::kQ4_0 ? 8 : 128; }
 
 // Runtime-dispatched entry points (each in its own translation unit).
 void MatMulFloat(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
@@ -39,6 +38,6 @@ void MatMulFloat(const TensorView& w, const Activations& a, float* y, size_t y_s
 // Requires a.packed in the QuantLayout above.
 void MatMulQuant(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                  size_t row_end);
-void PackQuant(DType weight_type, size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out);
+void PackQuant(size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out);
 
 }  // namespace fgemma::kernels_internal

@@ -8,11 +8,11 @@
 // plus float32 summation error. Measured (tests: QuantizedAccuracyVsFloat, 256x640, 8 tokens):
 // relative RMS error vs the float reference 0.54% (q8_0) / 0.52% (q4_0) of the output RMS on
 // Gaussian activations, max 2.1%; with 30x outliers in 1/64 of the channels (like real hidden
-// states) 1.2% / 1.3% RMS, max 5.4%. Identical on every target (the integer part is exact).
+// states) 1.2% RMS for both, max 5-6%. Identical on every target (the integer part is exact).
 //
 // Kernels:
-//   AVX3_DL (AVX-512 VNNI): 64 bytes = two blocks per vector; vpdpbusd on (w + c) as u8 x xq as s8,
-//                           each int32 lane starting from the packed correction -c * sum(xq);
+//   AVX3_DL (AVX-512 VNNI): 64 bytes = two blocks per vector; vpdpbusd on (w + 128) as u8 x xq as
+//                           s8, each int32 lane starting from the packed correction -128 * sum(xq);
 //                           4 rows x 4 tokens register tile.
 //   AVX2, AVX3:             one block per 256-bit vector; maddubs(|w|, sign(xq, w)) + madd.
 //   NEON:                   vdotq_s32 when built with the dotprod extension, else vmull_s8/vpadalq.
@@ -22,6 +22,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/matmul_quant.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/simd_common-inl.h"
@@ -73,7 +74,7 @@ HWY_INLINE TileJob QuantJob(const TensorView& w, const Activations& a, float* y,
 #pragma GCC push_options
 #pragma GCC target("avx512vnni")
 
-// Weights of blocks b and b+1 (at blk and blk + kBlockBytes) as unsigned bytes w + c.
+// Weights of blocks b and b+1 (at blk and blk + kBlockBytes) as unsigned bytes w + 128.
 template <DType kType>
 HWY_INLINE __m512i LoadPairU8(const uint8_t* blk) {
   if constexpr (kType == DType::kQ8_0) {
@@ -85,10 +86,12 @@ HWY_INLINE __m512i LoadPairU8(const uint8_t* blk) {
     const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 18 + 2));
     const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(lo)),
                                             _mm256_broadcastsi128_si256(hi), 1);
-    // 128-bit lanes: [lo, lo>>4, hi, hi>>4] & 15 = elements 0..15, 16..31 of each block.
+    // 128-bit lanes: [lo, lo>>4, hi, hi>>4] & 15 = elements 0..15, 16..31 of each block; the
+    // value is nibble - 8, so w + 128 = nibble + 120.
     const __m512i shifts = _mm512_set_epi64(0x0004000400040004LL, 0x0004000400040004LL, 0, 0,
                                             0x0004000400040004LL, 0x0004000400040004LL, 0, 0);
-    return _mm512_and_si512(_mm512_srlv_epi16(both, shifts), _mm512_set1_epi8(15));
+    const __m512i nib = _mm512_and_si512(_mm512_srlv_epi16(both, shifts), _mm512_set1_epi8(15));
+    return _mm512_add_epi8(nib, _mm512_set1_epi8(120));
   }
 }
 
@@ -101,7 +104,8 @@ HWY_INLINE __m512i LoadLastU8(const uint8_t* blk) {
   } else {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
     const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
-    return _mm512_zextsi256_si512(_mm256_and_si256(both, _mm256_set1_epi8(15)));
+    const __m256i nib = _mm256_and_si256(both, _mm256_set1_epi8(15));
+    return _mm512_zextsi256_si512(_mm256_add_epi8(nib, _mm256_set1_epi8(120)));
   }
 }
 
@@ -116,271 +120,214 @@ template <DType kType>
 struct QuantKernel {
   static constexpr size_t kRows = 4, kTokens = 4;
 
+  // Accumulates blocks b, b+1 (kLast: block b alone, masked token loads) into acc. (GCC keeps a
+  // stack copy of acc that it updates every iteration; measured harmless: the store ports idle.)
+  template <bool kLast, size_t kR, size_t kT>
+  static HWY_INLINE void Step(const TileJob& job, size_t b, const TilePointers<kR, kT>& tile,
+                              hn::Vec512<float> (&acc)[kR][kT]) {
+    constexpr size_t kBB = kBlockBytes<kType>;
+    constexpr __mmask16 kMask = kLast ? 0x00FF : 0xFFFF;
+    __m512i wu[kR];
+    __m512 dw[kR];
+    for (size_t r = 0; r < kR; ++r) {
+      const uint8_t* blk = tile.w[r] + b * kBB;
+      // The next tile's rows: short row streams defeat the hardware prefetcher in decode.
+      hwy::Prefetch(blk + kR * job.w_row_bytes);
+      hwy::Prefetch(blk + kR * job.w_row_bytes + 64);
+      wu[r] = kLast ? LoadLastU8<kType>(blk) : LoadPairU8<kType>(blk);
+      dw[r] = PairScales(LoadU16(blk), kLast ? 0 : LoadU16(blk + kBB));
+    }
+    for (size_t t = 0; t < kT; ++t) {
+      const uint8_t* x = tile.x[t];
+      const __m512i xq = _mm512_maskz_loadu_epi32(kMask, x + b * 32);
+      const __m512i corr = _mm512_maskz_loadu_epi32(kMask, x + job.corr_offset + b * 32);
+      const __m512 dx = _mm512_maskz_loadu_ps(kMask, x + job.d8_offset + b * 32);
+      for (size_t r = 0; r < kR; ++r) {
+        const __m512i dot = _mm512_dpbusd_epi32(corr, wu[r], xq);
+        acc[r][t].raw = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw[r], dx), acc[r][t].raw);
+      }
+    }
+  }
+
   template <size_t kR, size_t kT>
   static HWY_NOINLINE void Tile(const TileJob& job, size_t row, size_t token) {
-    constexpr size_t kBB = kBlockBytes<kType>;
     const hn::Full512<float> df;
-    using V = hn::Vec512<float>;
+    const TilePointers<kR, kT> tile(job, row, token);
+    hn::Vec512<float> acc[kR][kT];
+    ZeroTile(df, acc);
     const size_t nb = job.cols / 32;
-    const uint8_t* wr[kR];
-    for (size_t r = 0; r < kR; ++r) wr[r] = job.row(row + r);
-    const uint8_t* xt[kT];
-    for (size_t t = 0; t < kT; ++t) xt[t] = job.token(token + t);
-
-    V acc[kR][kT];
-    for (size_t r = 0; r < kR; ++r) {
-      for (size_t t = 0; t < kT; ++t) acc[r][t] = hn::Zero(df);
-    }
     size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-      __m512i wu[kR];
-      __m512 dw[kR];
-      for (size_t r = 0; r < kR; ++r) {
-        const uint8_t* blk = wr[r] + b * kBB;
-        wu[r] = LoadPairU8<kType>(blk);
-        dw[r] = PairScales(LoadU16(blk), LoadU16(blk + kBB));
-      }
-      for (size_t t = 0; t < kT; ++t) {
-        const uint8_t* x = xt[t];
-        const __m512i xq = _mm512_loadu_si512(x + b * 32);
-        const __m512i corr = _mm512_loadu_si512(x + job.corr_offset + b * 32);
-        const __m512 dx = _mm512_loadu_ps(x + job.d8_offset + b * 32);
-        for (size_t r = 0; r < kR; ++r) {
-          const __m512i dot = _mm512_dpbusd_epi32(corr, wu[r], xq);
-          acc[r][t].raw = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw[r], dx), acc[r][t].raw);
-        }
-      }
-    }
-    if (b < nb) {  // odd block count: the last block in the low half, masked token loads
-      __m512i wu[kR];
-      __m512 dw[kR];
-      for (size_t r = 0; r < kR; ++r) {
-        const uint8_t* blk = wr[r] + b * kBB;
-        wu[r] = LoadLastU8<kType>(blk);
-        dw[r] = PairScales(LoadU16(blk), 0);
-      }
-      for (size_t t = 0; t < kT; ++t) {
-        const uint8_t* x = xt[t];
-        const __m512i xq = _mm512_maskz_loadu_epi32(0xFF, x + b * 32);
-        const __m512i corr = _mm512_maskz_loadu_epi32(0xFF, x + job.corr_offset + b * 32);
-        const __m512 dx = _mm512_maskz_loadu_ps(0xFF, x + job.d8_offset + b * 32);
-        for (size_t r = 0; r < kR; ++r) {
-          const __m512i dot = _mm512_dpbusd_epi32(corr, wu[r], xq);
-          acc[r][t].raw = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw[r], dx), acc[r][t].raw);
-        }
-      }
-    }
+    for (; b + 2 <= nb; b += 2) Step<false>(job, b, tile, acc);
+    if (b < nb) Step<true>(job, b, tile, acc);  // odd block count
     StoreTileSums<kR, kT>(df, acc, job.out(row, token), job.y_stride);
   }
 };
 
 #pragma GCC pop_options
 
-#elif HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
-// ---------------------------------------------------------------- AVX2: one block per vector
+#else
+// ---------------------------------------------------------------- one block per step
+// BlockKernel runs the tile; BlockOps<target> supplies the block dot product:
+//   W LoadW<kType>(block), X LoadX(packed q), Vec<DF> Dot(df, W, X) (lanes sum to the int dot).
 
-// Weights of one block as signed bytes.
-template <DType kType>
-HWY_INLINE __m256i LoadBlockS8(const uint8_t* blk) {
-  if constexpr (kType == DType::kQ8_0) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-  } else {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
-    return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
-  }
-}
-
-template <DType kType>
-struct QuantKernel {
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+// AVX2: one block per 256-bit vector, maddubs(|w|, sign(x, w)) + madd.
+struct BlockOps {
   static constexpr size_t kRows = 2, kTokens = 4;
+  using DF = hn::Full256<float>;
+  struct W {
+    __m256i s, abs;
+  };
+  using X = __m256i;
 
-  template <size_t kR, size_t kT>
-  static HWY_NOINLINE void Tile(const TileJob& job, size_t row, size_t token) {
-    constexpr size_t kBB = kBlockBytes<kType>;
-    const hn::Full256<float> df;
-    using V = hn::Vec256<float>;
-    const size_t nb = job.cols / 32;
-    const uint8_t* wr[kR];
-    for (size_t r = 0; r < kR; ++r) wr[r] = job.row(row + r);
-    const uint8_t* xt[kT];
-    for (size_t t = 0; t < kT; ++t) xt[t] = job.token(token + t);
-    const __m256i ones = _mm256_set1_epi16(1);
-
-    V acc[kR][kT];
-    for (size_t r = 0; r < kR; ++r) {
-      for (size_t t = 0; t < kT; ++t) acc[r][t] = hn::Zero(df);
+  template <DType kType>
+  static HWY_INLINE W LoadW(const uint8_t* blk) {
+    __m256i s;
+    if constexpr (kType == DType::kQ8_0) {
+      s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+    } else {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+      const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
+      s = _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
     }
-    for (size_t b = 0; b < nb; ++b) {
-      __m256i ws[kR], wabs[kR];
-      __m256 dw[kR];
-      for (size_t r = 0; r < kR; ++r) {
-        const uint8_t* blk = wr[r] + b * kBB;
-        ws[r] = LoadBlockS8<kType>(blk);
-        wabs[r] = _mm256_sign_epi8(ws[r], ws[r]);
-        dw[r] = _mm256_set1_ps(_cvtsh_ss(LoadU16(blk)));
-      }
-      for (size_t t = 0; t < kT; ++t) {
-        const uint8_t* x = xt[t];
-        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * 32));
-        const __m256 dx = _mm256_loadu_ps(reinterpret_cast<const float*>(x + job.d8_offset + b * 32));
-        for (size_t r = 0; r < kR; ++r) {
-          // |w| * (sign(w) x) never saturates the int16 pair sums: 2 * 128 * 127 < 32768.
-          const __m256i p16 = _mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(xq, ws[r]));
-          const __m256i p32 = _mm256_madd_epi16(p16, ones);
-          acc[r][t].raw = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_mul_ps(dw[r], dx), acc[r][t].raw);
-        }
-      }
-    }
-    StoreTileSums<kR, kT>(df, acc, job.out(row, token), job.y_stride);
+    return W{s, _mm256_sign_epi8(s, s)};
+  }
+  static HWY_INLINE X LoadX(const uint8_t* q) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)); }
+  static HWY_INLINE hn::Vec256<float> Dot(DF, const W& w, X x) {
+    // |w| * (sign(w) x) never saturates the int16 pair sums: 2 * 128 * 127 < 32768.
+    const __m256i p16 = _mm256_maddubs_epi16(w.abs, _mm256_sign_epi8(x, w.s));
+    return hn::Vec256<float>{_mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)))};
   }
 };
 
 #elif HWY_TARGET == HWY_NEON
-// ---------------------------------------------------------------- NEON: one block = two q registers
-
-template <DType kType>
-HWY_INLINE void LoadBlockS8(const uint8_t* blk, int8x16_t* lo, int8x16_t* hi) {
-  if constexpr (kType == DType::kQ8_0) {
-    *lo = vld1q_s8(reinterpret_cast<const int8_t*>(blk + 2));
-    *hi = vld1q_s8(reinterpret_cast<const int8_t*>(blk + 18));
-  } else {
-    const uint8x16_t v = vld1q_u8(blk + 2);
-    const int8x16_t eight = vdupq_n_s8(8);
-    *lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(15))), eight);
-    *hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), eight);
-  }
-}
-
-// Four int32 partial sums of w . x over 32 int8 pairs.
-HWY_INLINE int32x4_t DotBlock(int8x16_t wlo, int8x16_t whi, int8x16_t xlo, int8x16_t xhi) {
-#if defined(__ARM_FEATURE_DOTPROD)
-  return vdotq_s32(vdotq_s32(vdupq_n_s32(0), wlo, xlo), whi, xhi);
-#else
-  // int16 pair sums cannot overflow: |w| <= 128, |x| <= 127.
-  int16x8_t p0 = vmull_s8(vget_low_s8(wlo), vget_low_s8(xlo));
-  p0 = vmlal_s8(p0, vget_high_s8(wlo), vget_high_s8(xlo));
-  int16x8_t p1 = vmull_s8(vget_low_s8(whi), vget_low_s8(xhi));
-  p1 = vmlal_s8(p1, vget_high_s8(whi), vget_high_s8(xhi));
-  return vpadalq_s16(vpaddlq_s16(p0), p1);
-#endif
-}
-
-template <DType kType>
-struct QuantKernel {
+// NEON: a block is two q registers; vdotq_s32 with the dotprod extension, else vmull/vpadal.
+struct BlockOps {
 #if HWY_ARCH_ARM_A64
   static constexpr size_t kRows = 4, kTokens = 2;
 #else
   static constexpr size_t kRows = 2, kTokens = 2;
 #endif
+  using DF = hn::Full128<float>;
+  struct W {
+    int8x16_t lo, hi;
+  };
+  using X = W;
 
-  template <size_t kR, size_t kT>
-  static HWY_NOINLINE void Tile(const TileJob& job, size_t row, size_t token) {
-    constexpr size_t kBB = kBlockBytes<kType>;
-    const hn::Full128<float> df;
-    using V = hn::Vec128<float>;
-    const size_t nb = job.cols / 32;
-    const uint8_t* wr[kR];
-    for (size_t r = 0; r < kR; ++r) wr[r] = job.row(row + r);
-    const uint8_t* xt[kT];
-    for (size_t t = 0; t < kT; ++t) xt[t] = job.token(token + t);
-
-    V acc[kR][kT];
-    for (size_t r = 0; r < kR; ++r) {
-      for (size_t t = 0; t < kT; ++t) acc[r][t] = hn::Zero(df);
+  template <DType kType>
+  static HWY_INLINE W LoadW(const uint8_t* blk) {
+    if constexpr (kType == DType::kQ8_0) {
+      return LoadX(blk + 2);
+    } else {
+      const uint8x16_t v = vld1q_u8(blk + 2);
+      const int8x16_t eight = vdupq_n_s8(8);
+      return W{vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(15))), eight),
+               vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), eight)};
     }
-    for (size_t b = 0; b < nb; ++b) {
-      int8x16_t wlo[kR], whi[kR];
-      const uint8_t* blk[kR];
-      float dw[kR];
-      for (size_t r = 0; r < kR; ++r) {
-        blk[r] = wr[r] + b * kBB;
-        LoadBlockS8<kType>(blk[r], &wlo[r], &whi[r]);
-      }
-      LoadScales(blk, dw);
-      for (size_t t = 0; t < kT; ++t) {
-        const int8_t* xq = reinterpret_cast<const int8_t*>(xt[t] + b * 32);
-        const int8x16_t xlo = vld1q_s8(xq), xhi = vld1q_s8(xq + 16);
-        float dx;
-        std::memcpy(&dx, xt[t] + job.d8_offset + b * 32, sizeof(float));
-        for (size_t r = 0; r < kR; ++r) {
-          const V dot{vcvtq_f32_s32(DotBlock(wlo[r], whi[r], xlo, xhi))};
-          acc[r][t] = hn::MulAdd(dot, hn::Set(df, dw[r] * dx), acc[r][t]);
-        }
-      }
-    }
-    StoreTileSums<kR, kT>(df, acc, job.out(row, token), job.y_stride);
+  }
+  static HWY_INLINE X LoadX(const uint8_t* q) {
+    const int8_t* p = reinterpret_cast<const int8_t*>(q);
+    return X{vld1q_s8(p), vld1q_s8(p + 16)};
+  }
+  static HWY_INLINE hn::Vec128<float> Dot(DF, const W& w, const X& x) {
+#if defined(__ARM_FEATURE_DOTPROD)
+    const int32x4_t sum = vdotq_s32(vdotq_s32(vdupq_n_s32(0), w.lo, x.lo), w.hi, x.hi);
+#else
+    // int16 pair sums cannot overflow: |w| <= 128, |x| <= 127.
+    int16x8_t p0 = vmull_s8(vget_low_s8(w.lo), vget_low_s8(x.lo));
+    p0 = vmlal_s8(p0, vget_high_s8(w.lo), vget_high_s8(x.lo));
+    int16x8_t p1 = vmull_s8(vget_low_s8(w.hi), vget_low_s8(x.hi));
+    p1 = vmlal_s8(p1, vget_high_s8(w.hi), vget_high_s8(x.hi));
+    const int32x4_t sum = vpadalq_s16(vpaddlq_s16(p0), p1);
+#endif
+    return hn::Vec128<float>{vcvtq_f32_s32(sum)};
   }
 };
 
 #else
-// ---------------------------------------------------------------- portable Highway version
+// Portable Highway version (SSE4, scalar, ...): int16 lanes, widening multiply-accumulate.
+struct BlockOps {
+  static constexpr size_t kRows = 2, kTokens = 2;
+  using D16 = hn::CappedTag<int16_t, 16>;
+  using D32 = hn::RepartitionToWide<D16>;
+  using DF = hn::Rebind<float, D32>;
+  using V16 = hn::Vec<D16>;
+  static constexpr size_t kChunks = 32 / hn::MaxLanes(D16());
+  struct W {
+    V16 c[kChunks];
+  };
+  using X = W;
+
+  template <DType kType>
+  static HWY_INLINE W LoadW(const uint8_t* blk) {
+    if constexpr (kType == DType::kQ8_0) {
+      return LoadX(blk + 2);
+    } else {  // elements 0..15 are the low nibbles of bytes 0..15, 16..31 the high nibbles
+      const D16 d16;
+      const hn::Rebind<uint8_t, D16> du8;
+      const hn::Rebind<uint16_t, D16> du16;
+      W w;
+      for (size_t c = 0; c < kChunks; ++c) {
+        const size_t e = c * hn::Lanes(d16);
+        const V16 v = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, blk + 2 + e % 16)));
+        const V16 nib = e < 16 ? hn::And(v, hn::Set(d16, 15)) : hn::ShiftRight<4>(v);
+        w.c[c] = hn::Sub(nib, hn::Set(d16, 8));
+      }
+      return w;
+    }
+  }
+  static HWY_INLINE X LoadX(const uint8_t* q) {
+    const D16 d16;
+    const hn::Rebind<int8_t, D16> d8;
+    X x;
+    for (size_t c = 0; c < kChunks; ++c) {
+      x.c[c] = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const int8_t*>(q) + c * hn::Lanes(d16)));
+    }
+    return x;
+  }
+  static HWY_INLINE hn::Vec<DF> Dot(DF df, const W& w, const X& x) {
+    const D32 d32;
+    auto s0 = hn::Zero(d32), s1 = hn::Zero(d32);
+    for (size_t c = 0; c < kChunks; ++c) s0 = hn::ReorderWidenMulAccumulate(d32, w.c[c], x.c[c], s0, s1);
+    return hn::ConvertTo(df, hn::Add(s0, s1));
+  }
+};
+#endif
 
 template <DType kType>
 struct QuantKernel {
-  static constexpr size_t kRows = 2, kTokens = 2;
+  static constexpr size_t kRows = BlockOps::kRows, kTokens = BlockOps::kTokens;
 
   template <size_t kR, size_t kT>
   static HWY_NOINLINE void Tile(const TileJob& job, size_t row, size_t token) {
     constexpr size_t kBB = kBlockBytes<kType>;
-    const hn::CappedTag<int16_t, 16> d16;
-    const hn::Rebind<int8_t, decltype(d16)> d8;
-    const hn::Rebind<uint8_t, decltype(d16)> du8;
-    const hn::Rebind<uint16_t, decltype(d16)> du16;
-    const hn::RepartitionToWide<decltype(d16)> d32;
-    const hn::Rebind<float, decltype(d32)> df;
-    using V16 = hn::Vec<decltype(d16)>;
-    using VF = hn::Vec<decltype(df)>;
-    constexpr size_t kChunks = 32 / hn::MaxLanes(d16);
-    const size_t N16 = hn::Lanes(d16);
+    const typename BlockOps::DF df;
+    const TilePointers<kR, kT> tile(job, row, token);
+    hn::Vec<decltype(df)> acc[kR][kT];
+    ZeroTile(df, acc);
     const size_t nb = job.cols / 32;
-    const uint8_t* wr[kR];
-    for (size_t r = 0; r < kR; ++r) wr[r] = job.row(row + r);
-    const uint8_t* xt[kT];
-    for (size_t t = 0; t < kT; ++t) xt[t] = job.token(token + t);
-
-    VF acc[kR][kT];
-    for (size_t r = 0; r < kR; ++r) {
-      for (size_t t = 0; t < kT; ++t) acc[r][t] = hn::Zero(df);
-    }
     for (size_t b = 0; b < nb; ++b) {
-      V16 wq[kR][kChunks];
-      const uint8_t* blks[kR];
+      typename BlockOps::W w[kR];
+      const uint8_t* blk[kR];
       float dw[kR];
-      for (size_t r = 0; r < kR; ++r) blks[r] = wr[r] + b * kBB;
-      LoadScales(blks, dw);
       for (size_t r = 0; r < kR; ++r) {
-        const uint8_t* blk = blks[r];
-        for (size_t c = 0; c < kChunks; ++c) {
-          if constexpr (kType == DType::kQ8_0) {
-            wq[r][c] = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const int8_t*>(blk + 2) + c * N16));
-          } else {  // elements 0..15 are the low nibbles of bytes 0..15, 16..31 the high nibbles
-            const size_t e = c * N16;
-            const V16 v = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, blk + 2 + e % 16)));
-            const V16 nib = e < 16 ? hn::And(v, hn::Set(d16, 15)) : hn::ShiftRight<4>(v);
-            wq[r][c] = hn::Sub(nib, hn::Set(d16, 8));
-          }
-        }
+        blk[r] = tile.w[r] + b * kBB;
+        hwy::Prefetch(blk[r] + kR * job.w_row_bytes);  // the next tile's rows (see Step above)
+        w[r] = BlockOps::template LoadW<kType>(blk[r]);
       }
+      LoadScales(blk, dw);
       for (size_t t = 0; t < kT; ++t) {
-        const uint8_t* x = xt[t];
-        V16 xq[kChunks];
-        for (size_t c = 0; c < kChunks; ++c) {
-          xq[c] = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const int8_t*>(x + b * 32) + c * N16));
-        }
+        const typename BlockOps::X x = BlockOps::LoadX(tile.x[t] + b * 32);
         float dx;
-        std::memcpy(&dx, x + job.d8_offset + b * 32, sizeof(float));
+        std::memcpy(&dx, tile.x[t] + job.d8_offset + b * 32, sizeof(float));
         for (size_t r = 0; r < kR; ++r) {
-          auto s0 = hn::Zero(d32), s1 = hn::Zero(d32);
-          for (size_t c = 0; c < kChunks; ++c) s0 = hn::ReorderWidenMulAccumulate(d32, wq[r][c], xq[c], s0, s1);
-          acc[r][t] = hn::MulAdd(hn::ConvertTo(df, hn::Add(s0, s1)), hn::Set(df, dw[r] * dx), acc[r][t]);
+          acc[r][t] = hn::MulAdd(BlockOps::Dot(df, w[r], x), hn::Set(df, dw[r] * dx), acc[r][t]);
         }
       }
     }
     StoreTileSums<kR, kT>(df, acc, job.out(row, token), job.y_stride);
   }
 };
-
 #endif
 
 template <DType kType>
@@ -402,10 +349,9 @@ void MatMulQuantImpl(const TensorView& w, const Activations& a, float* y, size_t
 }
 
 // Quantizes num_tokens rows of x into the QuantLayout records at `out`.
-void PackQuantImpl(DType weight_type, size_t cols, const float* x, size_t x_stride, size_t num_tokens,
+void PackQuantImpl(size_t cols, const float* x, size_t x_stride, size_t num_tokens,
                    uint8_t* out) {
   const kernels_internal::QuantLayout layout = kernels_internal::QuantLayoutFor(cols);
-  const int32_t c = kernels_internal::QuantCorrectionFactor(weight_type);
   const hn::CappedTag<float, 16> df;
   const hn::Rebind<int8_t, decltype(df)> d8;
   const size_t N = hn::Lanes(df);
@@ -425,7 +371,7 @@ void PackQuantImpl(DType weight_type, size_t cols, const float* x, size_t x_stri
       }
       for (size_t j = 0; j < 8; ++j) {
         const int8_t* g = q + b * 32 + 4 * j;
-        const int32_t corr = -c * (g[0] + g[1] + g[2] + g[3]);
+        const int32_t corr = -128 * (g[0] + g[1] + g[2] + g[3]);
         std::memcpy(rec + layout.d8_offset + (b * 8 + j) * 4, &d, 4);
         std::memcpy(rec + layout.corr_offset + (b * 8 + j) * 4, &corr, 4);
       }
@@ -448,8 +394,8 @@ void MatMulQuant(const TensorView& w, const Activations& a, float* y, size_t y_s
                  size_t row_end) {
   HWY_DYNAMIC_DISPATCH(MatMulQuantImpl)(w, a, y, y_stride, row_begin, row_end);
 }
-void PackQuant(DType weight_type, size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out) {
-  HWY_DYNAMIC_DISPATCH(PackQuantImpl)(weight_type, cols, x, x_stride, num_tokens, out);
+void PackQuant(size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(PackQuantImpl)(cols, x, x_stride, num_tokens, out);
 }
 }  // namespace kernels_internal
 }  // namespace fgemma

@@ -87,6 +87,26 @@ struct TileJob {
   float* out(size_t r, size_t t) const { return y + t * y_stride + r; }
 };
 
+// The row and token pointers of one register tile. (The accumulators stay a local array in each
+// kernel: GCC keeps those in registers, but spills them to the stack when they are a member.)
+template <size_t kR, size_t kT>
+struct TilePointers {
+  const uint8_t* w[kR];
+  const uint8_t* x[kT];
+
+  HWY_INLINE TilePointers(const TileJob& job, size_t row, size_t token) {
+    for (size_t r = 0; r < kR; ++r) w[r] = job.row(row + r);
+    for (size_t t = 0; t < kT; ++t) x[t] = job.token(token + t);
+  }
+};
+
+template <size_t kR, size_t kT, class D, class V>
+HWY_INLINE void ZeroTile(D d, V (&acc)[kR][kT]) {
+  for (size_t r = 0; r < kR; ++r) {
+    for (size_t t = 0; t < kT; ++t) acc[r][t] = hn::Zero(d);
+  }
+}
+
 // Runs K::Tile<kR, kT>(job, row, token) for tokens [t, t_end) in tiles of kT, then halves kT for
 // the remainder (kT must be a power of two).
 template <class K, size_t kR, size_t kT>
@@ -101,7 +121,8 @@ HWY_INLINE void TileTokens(const TileJob& job, size_t row, size_t t, size_t t_en
 template <class K, size_t kRows, size_t kTokens>
 HWY_INLINE void TileMatMul(const TileJob& job, size_t row_begin, size_t row_end, size_t num_tokens) {
   constexpr size_t kTokenBlockBytes = 256 * 1024;
-  const size_t block = HWY_MAX(kTokens, kTokenBlockBytes / (job.x_stride * kTokens) * kTokens);
+  const size_t token_bytes = HWY_MAX(job.x_stride, size_t{1});  // stride may be 0 for one token
+  const size_t block = HWY_MAX(kTokens, kTokenBlockBytes / (token_bytes * kTokens) * kTokens);
   for (size_t t0 = 0; t0 < num_tokens; t0 += block) {
     const size_t t1 = HWY_MIN(num_tokens, t0 + block);
     size_t r = row_begin;
