@@ -14,7 +14,7 @@ void RmsNorm(const float* x, const float* scale, float eps, size_t n, float* out
   for (size_t i = 0; i < n; ++i) out[i] = (x[i] * inv) * scale[i];
 }
 
-void GeluTanhMul(float* gate, const float* up, size_t n) {
+void GeluTanhMulReference(float* gate, const float* up, size_t n) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   for (size_t i = 0; i < n; ++i) {
     const float x = gate[i];

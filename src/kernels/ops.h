@@ -10,8 +10,8 @@ namespace fgemma {
 // In place is allowed (out == x).
 void RmsNorm(const float* x, const float* scale, float eps, size_t n, float* out);
 
-// gate[i] = gelu_tanh(gate[i]) * up[i]
-void GeluTanhMul(float* gate, const float* up, size_t n);
+// gate[i] = gelu_tanh(gate[i]) * up[i], scalar reference of vec.h's GeluTanhMul.
+void GeluTanhMulReference(float* gate, const float* up, size_t n);
 
 // Split-half rotary embedding of one head vector `x[dim]` with precomputed cos/sin[dim/2].
 void ApplyRope(float* x, const float* cos, const float* sin, size_t dim);

@@ -12,5 +12,8 @@ float Dot(const float* a, const float* b, size_t n);
 void AddScaled(float* y, const float* x, float s, size_t n);
 // y[i] *= s.
 void Scale(float* y, float s, size_t n);
+// gate[i] = gelu_tanh(gate[i]) * up[i] (vector tanh, <= 4 ulp; GeluTanhMulReference in ops.h is
+// the scalar reference).
+void GeluTanhMul(float* gate, const float* up, size_t n);
 
 }  // namespace fgemma
