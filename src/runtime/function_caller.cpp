@@ -48,6 +48,7 @@ Status FunctionCaller::PreparePrefix(const std::vector<int32_t>& prefix, CallTim
     }
     if (!timing->cache_hit) {
       FGEMMA_RETURN_IF_ERROR(catalog_->Evaluate(prefix));
+      timing->evaluated_tokens += prefix.size();
       timing->cache_source = rejected.empty() ? "built" : "built (file rejected: " + rejected + ")";
       if (!options_.cache_path.empty()) {
         Status st = SaveCatalogCache(options_.cache_path, *catalog_, hash);
@@ -77,7 +78,9 @@ Result<CallOutcome> FunctionCaller::Call(const ChatRequest& request, const ToolC
   const std::vector<int32_t> remainder = tokenizer_.Encode(parts.remainder);
   t.tokenize_ms = (NowSeconds() - t0) * 1000;
   if (remainder.empty()) return InvalidArgument("request renders no prompt after the catalog (no messages?)");
-  if (prefix.size() + remainder.size() + options_.limits.max_text_bytes > options_.context)
+  // Leave room for at least a short answer; a longer one that runs out of context fails clearly.
+  constexpr size_t kMinAnswerRoom = 64;
+  if (prefix.size() + remainder.size() + kMinAnswerRoom > options_.context)
     return OutOfRange("prompt of " + std::to_string(prefix.size() + remainder.size()) + " tokens leaves no room to answer in a context of " +
                       std::to_string(options_.context) + " tokens");
 
@@ -86,7 +89,9 @@ Result<CallOutcome> FunctionCaller::Call(const ChatRequest& request, const ToolC
 
   t0 = NowSeconds();
   CallGenerator gen(*vocab_, grammar, model_->config().vocab_size);
+  const size_t position_before = work_->position();
   FGEMMA_RETURN_IF_ERROR(gen.Generate(*work_, remainder, options_.decoding, &out.output_tokens, &out.stats));
+  t.evaluated_tokens += work_->position() - position_before;
   t.decode_ms = (NowSeconds() - t0) * 1000;
   t.generated_tokens = out.output_tokens.size();
   FGEMMA_TRY(std::string text, tokenizer_.Decode(out.output_tokens));
@@ -114,6 +119,7 @@ Json CallOutcomeToJson(const CallOutcome& o) {
               {"prefix_tokens", t.prefix_tokens},
               {"prompt_tokens", t.prompt_tokens},
               {"generated_tokens", t.generated_tokens},
+              {"evaluated_tokens", t.evaluated_tokens},
               {"cache", t.cache_source},
               {"head_steps", o.stats.head_steps},
               {"restricted_head_steps", o.stats.restricted_steps},

@@ -34,6 +34,7 @@ struct CallTiming {
   double prefix_ms = 0;            // prefilling (or restoring) the catalog prefix
   double prefill_ms = 0, decode_ms = 0, total_ms = 0;
   size_t prefix_tokens = 0, prompt_tokens = 0, generated_tokens = 0;
+  size_t evaluated_tokens = 0;     // tokens the model processed for this call (prefix included if built)
   bool cache_hit = false;          // prefix state came from memory or the cache file
   std::string cache_source;        // "memory", "file", "built", "built (file rejected: ...)"
 };

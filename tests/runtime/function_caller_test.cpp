@@ -1,0 +1,112 @@
+// FunctionCaller: the catalog cache (memory and file) changes no output, a warm request prefills
+// only its own turn, and stale, foreign or corrupt cache files are rejected and rebuilt.
+#include <filesystem>
+
+#include "constrained_support.h"
+#include "runtime/function_caller.h"
+#include "util/mapped_file.h"
+
+namespace fgemma {
+namespace {
+
+class FunctionCallerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<FunctionCaller> NewCaller(const std::string& model_path, const std::string& cache) {
+    auto model = Model::Load(model_path);
+    EXPECT_TRUE(model.ok()) << model.status().ToString();
+    FunctionCallerOptions o;
+    o.threads = 2;
+    o.context = 2048;
+    o.cache_path = cache;
+    auto c = FunctionCaller::Create(std::shared_ptr<const Model>(std::move(model).value()),
+                                    test::ConstrainedWorld::Get().tokenizer, o);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return std::move(c).value();
+  }
+  ChatRequest SmartHome(const std::string& utterance) {
+    OrderedJson tools = ParseOrderedJson(ReadFileToString(test::FixturePath("chat/smart-home-tools.json")).value(), "tools").value();
+    return test::MakeRequest(tools, utterance);
+  }
+  const ToolChoice kRequired{ToolChoiceMode::kRequired, ""};
+};
+
+TEST_F(FunctionCallerTest, CacheInMemoryAndInFileChangesNothing) {
+  const std::string cache = test::TempDir() + "/catalog.kv";
+  const ChatRequest req = SmartHome("turn on the kitchen lights please");
+
+  auto plain = NewCaller(test::FixturePath("models/mini-bf16"), "");
+  auto cold = plain->Call(req, kRequired).value();
+  auto warm = plain->Call(req, kRequired).value();
+  EXPECT_EQ(cold.timing.cache_source, "built");
+  EXPECT_EQ(warm.timing.cache_source, "memory");
+  EXPECT_EQ(cold.output_tokens, warm.output_tokens);
+  EXPECT_TRUE(cold.parsed.ok()) << cold.parsed.ErrorSummary();
+  ASSERT_FALSE(cold.parsed.calls.empty());
+  // The warm request evaluates only its own turn (plus what it generates), not the catalog.
+  EXPECT_GT(cold.timing.prefix_tokens, 800u);
+  EXPECT_EQ(cold.timing.evaluated_tokens, warm.timing.evaluated_tokens + cold.timing.prefix_tokens);
+  EXPECT_LT(warm.timing.evaluated_tokens, warm.timing.prompt_tokens + warm.timing.generated_tokens + 1);
+
+  auto writer = NewCaller(test::FixturePath("models/mini-bf16"), cache);
+  auto first = writer->Call(req, kRequired).value();
+  EXPECT_EQ(first.timing.cache_source, "built");
+  ASSERT_TRUE(FileExists(cache));
+  auto reader = NewCaller(test::FixturePath("models/mini-bf16"), cache);
+  auto from_file = reader->Call(req, kRequired).value();
+  EXPECT_EQ(from_file.timing.cache_source, "file");
+  EXPECT_TRUE(reader->TakeWarnings().empty());
+  EXPECT_EQ(from_file.output_tokens, cold.output_tokens);
+  EXPECT_EQ(from_file.timing.evaluated_tokens, warm.timing.evaluated_tokens);
+
+  // A different utterance with the same catalog reuses the prefix too.
+  auto other = reader->Call(SmartHome("set an alarm for seven"), kRequired).value();
+  EXPECT_EQ(other.timing.cache_source, "memory");
+}
+
+TEST_F(FunctionCallerTest, StaleForeignAndCorruptFilesAreRejectedAndRebuilt) {
+  const std::string dir = test::TempDir();
+  const std::string cache = dir + "/catalog.kv";
+  const ChatRequest req = SmartHome("play some jazz in the living room");
+  std::vector<int32_t> reference;
+  {
+    auto c = NewCaller(test::FixturePath("models/mini-bf16"), cache);
+    reference = c->Call(req, kRequired).value().output_tokens;
+  }
+  const std::string good = ReadFileToString(cache).value();
+  auto expect_rebuilt = [&](const std::string& model_path, const ChatRequest& r, const std::string& why) -> CallOutcome {
+    auto c = NewCaller(model_path, cache);
+    auto result = c->Call(r, kRequired);
+    EXPECT_TRUE(result.ok()) << why << ": " << result.status().ToString();
+    if (!result.ok()) return CallOutcome{};
+    auto out = std::move(result).value();
+    EXPECT_EQ(out.timing.cache_source.rfind("built (file rejected: ", 0), 0u) << out.timing.cache_source;
+    const auto warnings = c->TakeWarnings();
+    EXPECT_EQ(warnings.size(), 1u);
+    if (!warnings.empty()) EXPECT_NE(warnings[0].find(why), std::string::npos) << warnings[0];
+    return out;
+  };
+  // Corrupt payload byte: checksum.
+  std::string bad = good;
+  bad[bad.size() / 2] ^= 0x5a;
+  ASSERT_TRUE(WriteStringToFile(cache, bad).ok());
+  EXPECT_EQ(expect_rebuilt(test::FixturePath("models/mini-bf16"), req, "checksum").output_tokens, reference);
+  // Truncated.
+  ASSERT_TRUE(WriteStringToFile(cache, good.substr(0, good.size() - 100)).ok());
+  EXPECT_EQ(expect_rebuilt(test::FixturePath("models/mini-bf16"), req, "truncated").output_tokens, reference);
+  // Not a cache at all.
+  ASSERT_TRUE(WriteStringToFile(cache, "hello").ok());
+  expect_rebuilt(test::FixturePath("models/mini-bf16"), req, "not an fgemma catalog cache");
+  // Foreign model (same shape and tokenizer, other weights: the q8_0 GGUF).
+  ASSERT_TRUE(WriteStringToFile(cache, good).ok());
+  expect_rebuilt(test::FixturePath("models/mini-q8_0.gguf"), req, "different model");
+  // Stale: another tool catalog.
+  ASSERT_TRUE(WriteStringToFile(cache, good).ok());
+  OrderedJson tools = ParseOrderedJson(ReadFileToString(test::FixturePath("chat/smart-home-tools-13.json")).value(), "t").value();
+  expect_rebuilt(test::FixturePath("models/mini-bf16"), test::MakeRequest(tools, "hello"), "different tool catalog");
+  // The rebuilt file is valid again.
+  auto c = NewCaller(test::FixturePath("models/mini-bf16"), cache);
+  EXPECT_EQ(c->Call(test::MakeRequest(tools, "hello"), kRequired).value().timing.cache_source, "file");
+}
+
+}  // namespace
+}  // namespace fgemma
