@@ -6,6 +6,7 @@
 #include "chat/request.h"
 #include "chat/template_id.h"
 #include "command.h"
+#include "runtime/model_files.h"
 #include "util/mapped_file.h"
 
 namespace fgemma::cli {
@@ -33,9 +34,15 @@ Result<TemplateKind> TemplateKindOf(const std::string& path) {
 }
 
 int RunRender(const RenderArgs& a) {
-  // --model is accepted for forward compatibility; the model's template will select the kind.
   RenderOptions options;
   options.bos = a.bos;
+  if (!a.model.empty() && a.chat_template.empty()) {
+    // The model's own template (tokenizer_config.json or GGUF metadata) picks the variant; one
+    // fgemma does not render exactly is an error rather than a silently different prompt.
+    auto t = LoadTemplateFor(a.model);
+    if (!t.ok()) return Fail(t.status().ToString());
+    options.template_kind = t->kind;
+  }
   if (!a.chat_template.empty()) {
     auto kind = TemplateKindOf(a.chat_template);
     if (!kind.ok()) return Fail(kind.status().ToString());
@@ -71,7 +78,7 @@ CommandRegistration reg(50, [](CLI::App& app) -> std::function<int()> {
                   "JSON file: {tools, messages, add_generation_prompt?} or an OpenAI chat-completions body")
       ->required();
   cmd->add_flag("--no-generation-prompt", a->no_generation_prompt, "omit the trailing '<start_of_turn>model\\n'");
-  cmd->add_option("--model", a->model, "model path (accepted; its chat template is not read yet)");
+  cmd->add_option("--model", a->model, "model path: use its chat template (tokenizer_config.json or GGUF metadata)");
   cmd->add_option("--chat-template", a->chat_template,
                   "check a chat template (.jinja, or tokenizer_config.json) and render as it would");
   cmd->add_option("--bos", a->bos, "text of the BOS token (default '<bos>'; '' when the tokenizer adds it)");

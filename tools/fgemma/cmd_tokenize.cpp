@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "command.h"
+#include "runtime/model_files.h"
 #include "tokenizer/tokenizer.h"
 #include "util/json.h"
 
@@ -33,7 +34,7 @@ std::string IdsToJson(const std::vector<int32_t>& ids) {
 
 int RunTokenize(const TokenizeOptions& o) {
   if (o.jsonl.empty() == o.text.empty()) return Fail("tokenize: give either TEXT or --jsonl FILE");
-  auto tokenizer = Tokenizer::FromFile(o.model);
+  auto tokenizer = LoadTokenizerFor(o.model);
   if (!tokenizer.ok()) return Fail(tokenizer.status().ToString());
   const EncodeOptions options{.add_bos = o.bos, .parse_special = !o.no_special};
   if (o.jsonl.empty()) {
@@ -112,7 +113,7 @@ int RunDetokenize(const DetokenizeOptions& o) {
   std::vector<int32_t> ids;
   std::string bad;
   if (!ParseIds(o.ids, ids, bad)) return Fail("detokenize: not a token id: '" + bad + "'");
-  auto tokenizer = Tokenizer::FromFile(o.model);
+  auto tokenizer = LoadTokenizerFor(o.model);
   if (!tokenizer.ok()) return Fail(tokenizer.status().ToString());
   auto text = tokenizer->Decode(ids, {.skip_special = o.skip_special});
   if (!text.ok()) return Fail(text.status().ToString());
