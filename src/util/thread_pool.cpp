@@ -36,11 +36,19 @@ int ThreadPool::DefaultThreads() {
   return static_cast<int>(std::clamp(hw == 0 ? 1u : hw, 1u, 16u));
 }
 
-void ThreadPool::DrainTasks(int thread_index) {
+void ThreadPool::RunTasks(uint32_t gen, int thread_index) {
   for (;;) {
-    const size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (task >= job_.num_tasks) break;
+    uint64_t v = counter_.load(std::memory_order_acquire);
+    uint32_t task;
+    for (;;) {
+      if (static_cast<uint32_t>(v >> 32) != gen) return;  // a newer job: this one is finished
+      task = static_cast<uint32_t>(v);
+      if (task >= num_tasks_.load(std::memory_order_acquire)) return;
+      if (counter_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
+    }
+    // The job cannot change while one of its tasks is unfinished, so job_ is stable here.
     job_.call(job_.ctx, task, thread_index);
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_all();
   }
 }
 
@@ -50,21 +58,23 @@ void ThreadPool::Dispatch(const Job& job) {
     for (size_t t = 0; t < job.num_tasks; ++t) job.call(job.ctx, t, 0);
     return;
   }
+  const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
   job_ = job;
-  next_task_.store(0, std::memory_order_relaxed);
-  busy_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
+  remaining_.store(static_cast<uint32_t>(job.num_tasks), std::memory_order_relaxed);
+  num_tasks_.store(static_cast<uint32_t>(job.num_tasks), std::memory_order_relaxed);
+  counter_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
+  generation_.store(gen, std::memory_order_release);
   generation_.notify_all();
-  DrainTasks(0);
-  // Wait for workers to finish their last task (they may still be running one).
+  RunTasks(gen, 0);
+  // Only tasks already claimed by a worker can be outstanding now.
   int spins = 0;
   for (;;) {
-    const int busy = busy_workers_.load(std::memory_order_acquire);
-    if (busy == 0) break;
+    const uint32_t left = remaining_.load(std::memory_order_acquire);
+    if (left == 0) break;
     if (++spins < kSpinIterations) {
       FGEMMA_CPU_RELAX();
     } else {
-      busy_workers_.wait(busy, std::memory_order_acquire);
+      remaining_.wait(left, std::memory_order_acquire);
     }
   }
 }
@@ -85,8 +95,7 @@ void ThreadPool::WorkerLoop(int thread_index) {
     }
     seen = now;
     if (stop_.load(std::memory_order_acquire)) return;
-    DrainTasks(thread_index);
-    if (busy_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) busy_workers_.notify_one();
+    RunTasks(now, thread_index);
   }
 }
 

@@ -3,6 +3,11 @@
 // Decode issues ~100 parallel loops per token, so dispatch must cost microseconds: workers spin
 // briefly on a generation counter before sleeping on it (C++20 atomic wait = futex), and jobs are
 // passed as a non-owning function reference, so Run() never allocates.
+//
+// The caller never waits for a worker that has not started: tasks are claimed from a counter tagged
+// with the job's generation, the caller claims them too, and it waits only for tasks in flight. On
+// a busy machine (a phone running other apps, a CI box) a worker that wakes late simply finds no
+// work left, instead of stalling every loop by a scheduler time slice.
 #pragma once
 
 #include <atomic>
@@ -47,13 +52,15 @@ class ThreadPool {
 
   void Dispatch(const Job& job);
   void WorkerLoop(int thread_index);
-  void DrainTasks(int thread_index);
+  // Claims and runs tasks of job generation `gen` until none is left (or a newer job started).
+  void RunTasks(uint32_t gen, int thread_index);
 
   std::vector<std::thread> workers_;
-  Job job_{};
-  std::atomic<size_t> next_task_{0};
-  std::atomic<uint32_t> generation_{0};
-  std::atomic<int> busy_workers_{0};
+  Job job_{};                                // valid while its generation's tasks are claimable
+  std::atomic<uint64_t> counter_{0};         // generation << 32 | next task index
+  std::atomic<uint32_t> num_tasks_{0};
+  std::atomic<uint32_t> generation_{0};      // wakes workers
+  std::atomic<uint32_t> remaining_{0};       // tasks of the current job not yet finished
   std::atomic<bool> stop_{false};
 };
 

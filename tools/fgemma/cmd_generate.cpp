@@ -4,6 +4,7 @@
 #include "command.h"
 #include "runtime/session.h"
 #include "util/ids.h"
+#include "util/process_stats.h"
 
 namespace fgemma::cli {
 namespace {
@@ -14,6 +15,7 @@ struct GenerateArgs {
   size_t context = 0;
   int threads = 0;
   bool stop_at_eos = false;
+  bool stats = false;
 };
 
 int RunGenerate(const GenerateArgs& a) {
@@ -30,11 +32,18 @@ int RunGenerate(const GenerateArgs& a) {
   if (!session.ok()) return Fail(session.status().ToString());
   std::vector<int32_t> out;
   out.reserve(a.max_new);
+  const double start = NowSeconds();
   Status st = session.value()->Generate(*ids, a.max_new, a.stop_at_eos, [&](int32_t t) {
     out.push_back(t);
     return true;
   });
   if (!st.ok()) return Fail(st.ToString());
+  if (a.stats) {
+    const double s = NowSeconds() - start;
+    std::fprintf(stderr, "generated %zu tokens after a %zu-token prompt in %.2f s (%.1f tok/s overall); peak RSS %.1f MiB\n",
+                 out.size(), ids->size(), s, static_cast<double>(out.size()) / s,
+                 static_cast<double>(PeakRssBytes()) / (1024.0 * 1024.0));
+  }
   std::printf("[");
   for (size_t i = 0; i < out.size(); ++i) std::printf("%s%d", i ? "," : "", out[i]);
   std::printf("]\n");
@@ -50,6 +59,7 @@ CommandRegistration reg(30, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--context", a->context, "context length (default: prompt + max-new)");
   cmd->add_option("--threads", a->threads, "threads (default: all cores)");
   cmd->add_flag("--stop-at-eos", a->stop_at_eos, "stop after an end-of-sequence / end-of-turn token");
+  cmd->add_flag("--stats", a->stats, "print time, tokens/s and peak RSS to stderr");
   return [a] { return RunGenerate(*a); };
 });
 
