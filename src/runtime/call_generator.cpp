@@ -34,6 +34,7 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
         if (!vocab_.FeedToken(matcher_, id)) return Internal("forced token refused by the grammar");
         out->push_back(id);
         pending_.push_back(id);
+        if (opt.on_token && !opt.on_token(id)) return Status(ErrorCode::kCancelled, "generation cancelled");
       }
       st.forced_tokens += forced_.size();
       forced_.clear();
@@ -67,6 +68,7 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
     if (!vocab_.FeedToken(matcher_, token)) return Internal("head chose a token outside the allowed set");
     out->push_back(token);
     pending_.assign(1, token);
+    if (opt.on_token && !opt.on_token(token)) return Status(ErrorCode::kCancelled, "generation cancelled");
   }
   st.tokens = out->size();
   if (stats) *stats = st;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "chat/call_grammar.h"
@@ -22,6 +23,9 @@ struct ConstrainedOptions {
   bool jump_forward = true;
   size_t restricted_max = 8192;  // allowed-set size up to which the head is restricted
   size_t max_tokens = 1024;      // hard cap on generated tokens (the grammar's bounds come first)
+  // Called with each generated token as it is chosen (streaming, cancellation, budgets); returning
+  // false stops generation with a kCancelled status.
+  std::function<bool(int32_t)> on_token;
 };
 
 struct ConstrainedStats {

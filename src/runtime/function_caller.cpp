@@ -63,7 +63,8 @@ Status FunctionCaller::PreparePrefix(const std::vector<int32_t>& prefix, CallTim
   return Status::Ok();
 }
 
-Result<CallOutcome> FunctionCaller::Call(const ChatRequest& request, const ToolChoice& choice) {
+Result<CallOutcome> FunctionCaller::Call(const ChatRequest& request, const ToolChoice& choice,
+                                         const std::function<bool(int32_t)>& on_token) {
   CallOutcome out;
   CallTiming& t = out.timing;
   const double start = NowSeconds();
@@ -89,8 +90,10 @@ Result<CallOutcome> FunctionCaller::Call(const ChatRequest& request, const ToolC
 
   t0 = NowSeconds();
   CallGenerator gen(*vocab_, grammar, model_->config().vocab_size);
+  ConstrainedOptions decoding = options_.decoding;
+  if (on_token) decoding.on_token = on_token;
   const size_t position_before = work_->position();
-  FGEMMA_RETURN_IF_ERROR(gen.Generate(*work_, remainder, options_.decoding, &out.output_tokens, &out.stats));
+  FGEMMA_RETURN_IF_ERROR(gen.Generate(*work_, remainder, decoding, &out.output_tokens, &out.stats));
   t.evaluated_tokens += work_->position() - position_before;
   t.decode_ms = (NowSeconds() - t0) * 1000;
   t.generated_tokens = out.output_tokens.size();

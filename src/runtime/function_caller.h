@@ -51,7 +51,9 @@ class FunctionCaller {
   static Result<std::unique_ptr<FunctionCaller>> Create(std::shared_ptr<const Model> model, Tokenizer tokenizer,
                                                         const FunctionCallerOptions& options);
 
-  Result<CallOutcome> Call(const ChatRequest& request, const ToolChoice& choice);
+  // `on_token` (optional) sees each generated token; returning false cancels the call (kCancelled).
+  Result<CallOutcome> Call(const ChatRequest& request, const ToolChoice& choice,
+                           const std::function<bool(int32_t)>& on_token = {});
   // Warnings produced so far (rejected cache files, ...), cleared on read.
   std::vector<std::string> TakeWarnings();
 

@@ -1,0 +1,68 @@
+# The public surface: libfgemma.so (the C API of include/fgemma/fgemma.h; everything else hidden by
+# a version script), its install rules and package files, the HTTP server library behind
+# `fgemma serve`, and the tests that need these targets.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+
+# The shim sources are compiled again here with default visibility on FGEMMA_API only; the engine
+# comes from fgemma_core (PIC) and is not exported.
+file(GLOB fgemma_capi_sources CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/src/capi/*.cpp")
+add_library(fgemma_shared SHARED ${fgemma_capi_sources})
+set_target_properties(fgemma_shared PROPERTIES
+  OUTPUT_NAME fgemma
+  VERSION ${PROJECT_VERSION}
+  SOVERSION 1
+  C_VISIBILITY_PRESET hidden
+  CXX_VISIBILITY_PRESET hidden
+  VISIBILITY_INLINES_HIDDEN ON
+  LINK_DEPENDS "${CMAKE_CURRENT_LIST_DIR}/fgemma.map")
+target_compile_definitions(fgemma_shared PRIVATE FGEMMA_BUILDING_LIBRARY)
+target_include_directories(fgemma_shared
+  PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+  PRIVATE "${PROJECT_SOURCE_DIR}/src")
+target_link_libraries(fgemma_shared PRIVATE fgemma_core)
+target_link_options(fgemma_shared PRIVATE "-Wl,--version-script=${CMAKE_CURRENT_LIST_DIR}/fgemma.map")
+add_library(fgemma::fgemma ALIAS fgemma_shared)
+
+install(TARGETS fgemma_shared EXPORT fgemmaTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES "${PROJECT_SOURCE_DIR}/include/fgemma/fgemma.h" "${PROJECT_SOURCE_DIR}/include/fgemma/fgemma.hpp"
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fgemma)
+install(TARGETS fgemma RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(EXPORT fgemmaTargets NAMESPACE fgemma:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fgemma)
+# The exported target is fgemma::fgemma_shared; give it the documented name too.
+set_target_properties(fgemma_shared PROPERTIES EXPORT_NAME fgemma)
+configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/fgemmaConfig.cmake.in"
+  "${PROJECT_BINARY_DIR}/fgemmaConfig.cmake" INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fgemma)
+write_basic_package_version_file("${PROJECT_BINARY_DIR}/fgemmaConfigVersion.cmake"
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES "${PROJECT_BINARY_DIR}/fgemmaConfig.cmake" "${PROJECT_BINARY_DIR}/fgemmaConfigVersion.cmake"
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fgemma)
+configure_file("${CMAKE_CURRENT_LIST_DIR}/fgemma.pc.in" "${PROJECT_BINARY_DIR}/fgemma.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/fgemma.pc" DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# HTTP server (OpenAI-compatible), linked into the CLI (`fgemma serve`) and the server tests.
+file(GLOB fgemma_server_sources CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/src/server/*.cpp")
+if(fgemma_server_sources)
+  add_library(fgemma_server STATIC ${fgemma_server_sources})
+  target_include_directories(fgemma_server PUBLIC "${PROJECT_SOURCE_DIR}/src")
+  target_link_libraries(fgemma_server PUBLIC fgemma_core PkgConfig::HTTPLIB)
+  target_compile_options(fgemma_server PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  target_link_libraries(fgemma PRIVATE fgemma_server)
+  if(TARGET fgemma_server_tests)
+    target_link_libraries(fgemma_server_tests PRIVATE fgemma_server)
+  endif()
+endif()
+
+if(FGEMMA_BUILD_TESTS)
+  # The C11 flow test: compiled as C against the public header and the shared library only.
+  add_executable(fgemma_capi_flow "${PROJECT_SOURCE_DIR}/tests/capi/capi_flow.c")
+  set_target_properties(fgemma_capi_flow PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+  target_compile_options(fgemma_capi_flow PRIVATE -Wall -Werror -pedantic)
+  target_link_libraries(fgemma_capi_flow PRIVATE fgemma_shared)
+  add_test(NAME capi_flow COMMAND fgemma_capi_flow "${FGEMMA_SHARED_DIR}/fixtures" "${PROJECT_BINARY_DIR}")
+  set_tests_properties(capi_flow PROPERTIES LABELS capi TIMEOUT 600)
+endif()

@@ -1,0 +1,179 @@
+// C API: the function caller (tools + messages -> validated calls), with per-token streaming,
+// cancellation from any thread, and time/token budgets enforced at each generated token.
+#include <chrono>
+
+#include "capi/capi_internal.h"
+#include "chat/chat_json.h"
+#include "chat/request.h"
+
+using namespace fgemma::capi;
+
+namespace {
+
+// Parses the C tool_choice argument: NULL = auto, JSON object text, or a plain word/function name.
+fgemma::Result<fgemma::Json> ToolChoiceJson(const char* text) {
+  if (!text) return fgemma::Json("auto");
+  std::string_view v(text);
+  if (!v.empty() && (v.front() == '{' || v.front() == '"')) {
+    fgemma::Json j = fgemma::Json::parse(v, nullptr, false);
+    if (j.is_discarded()) return fgemma::InvalidArgument("tool_choice: malformed JSON");
+    return j;
+  }
+  return fgemma::Json(std::string(v));
+}
+
+fgemma_status RunCall(fgemma_caller* c, const fgemma::ChatRequest& request, const fgemma::Json& choice_json,
+                      fgemma_token_callback callback, void* user_data) {
+  auto choice = fgemma::ParseToolChoice(choice_json, request.tools);
+  if (!choice.ok()) return Fail(choice.status());
+  c->result_json.clear();
+  // A cancel that arrived while no call ran applies to this one.
+  if (c->cancel.exchange(false)) return Fail(FGEMMA_ERR_CANCELLED, "call cancelled");
+  const auto start = std::chrono::steady_clock::now();
+  fgemma::StreamDecoder decoder(*c->owner->tokenizer);
+  fgemma_status stop = FGEMMA_OK;
+  fgemma::Status decode_error;
+  size_t generated = 0;
+  auto on_token = [&](int32_t id) -> bool {
+    if (c->cancel.exchange(false)) {
+      stop = FGEMMA_ERR_CANCELLED;
+      return false;
+    }
+    if (c->params.max_tokens && ++generated > c->params.max_tokens) {
+      stop = FGEMMA_ERR_BUDGET;
+      return false;
+    }
+    if (c->params.time_budget_ms > 0 &&
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() >
+            c->params.time_budget_ms) {
+      stop = FGEMMA_ERR_BUDGET;
+      return false;
+    }
+    if (callback) {
+      auto piece = decoder.Push(id);
+      if (!piece.ok()) {
+        decode_error = piece.status();
+        return false;
+      }
+      if (callback(id, piece->data(), piece->size(), user_data) != 0) {
+        stop = FGEMMA_ERR_CANCELLED;
+        return false;
+      }
+    }
+    return true;
+  };
+  auto outcome = c->caller->Call(request, choice.value(), on_token);
+  c->caller->TakeWarnings();
+  if (stop == FGEMMA_ERR_CANCELLED) return Fail(stop, "call cancelled");
+  if (stop == FGEMMA_ERR_BUDGET)
+    return Fail(stop, "call budget exhausted (max_tokens " + std::to_string(c->params.max_tokens) + ", time_budget_ms " +
+                          std::to_string(c->params.time_budget_ms) + ")");
+  if (!decode_error.ok()) return Fail(decode_error);
+  if (!outcome.ok()) return Fail(outcome.status());
+  c->result_json = fgemma::CallOutcomeToJson(outcome.value()).dump();
+  return FGEMMA_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+FGEMMA_API fgemma_caller_params fgemma_caller_default_params(void) {
+  fgemma_caller_params p;
+  p.cache_path = nullptr;
+  p.n_ctx = 4096;
+  p.n_threads = 0;
+  p.max_tokens = 0;
+  p.time_budget_ms = 0;
+  p.restricted_head = true;
+  p.jump_forward = true;
+  return p;
+}
+
+FGEMMA_API fgemma_status fgemma_caller_new(const fgemma_model* model, fgemma_caller_params params,
+                                           fgemma_caller** out) {
+  return Guard([&]() -> fgemma_status {
+    if (!out) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_new: out is NULL");
+    *out = nullptr;
+    if (!Valid(model)) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_new: invalid model handle");
+    if (params.n_threads < 0 || params.n_ctx == 0 || params.time_budget_ms < 0)
+      return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_new: n_threads < 0, n_ctx == 0 or time_budget_ms < 0");
+    auto handle = std::make_unique<fgemma_caller>();
+    handle->owner = model;
+    handle->params = params;
+    handle->cache_path = params.cache_path ? params.cache_path : "";
+    handle->params.cache_path = nullptr;  // the copy above owns it
+    fgemma::FunctionCallerOptions fo;
+    fo.threads = params.n_threads;
+    fo.context = params.n_ctx;
+    fo.cache_path = handle->cache_path;
+    fo.template_kind = model->template_kind;
+    fo.decoding.restricted_head = params.restricted_head;
+    fo.decoding.jump_forward = params.jump_forward;
+    auto caller = fgemma::FunctionCaller::Create(model->model, *model->tokenizer, fo);
+    if (!caller.ok()) return Fail(caller.status());
+    handle->caller = std::move(caller).value();
+    *out = handle.release();
+    return FGEMMA_OK;
+  });
+}
+
+FGEMMA_API void fgemma_caller_free(fgemma_caller* caller) {
+  if (!Valid(caller)) return;
+  caller->tag = kDeadTag;
+  delete caller;
+}
+
+FGEMMA_API fgemma_status fgemma_caller_call(fgemma_caller* caller, const char* tools_json, const char* messages_json,
+                                            const char* tool_choice, fgemma_token_callback callback,
+                                            void* user_data) {
+  return Guard([&]() -> fgemma_status {
+    if (!Valid(caller)) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_call: invalid caller handle");
+    if (!tools_json || !messages_json)
+      return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_call: tools_json and messages_json are required");
+    auto tools = fgemma::ParseOrderedJson(tools_json, "tools");
+    if (!tools.ok()) return Fail(tools.status());
+    auto messages = fgemma::ParseOrderedJson(messages_json, "messages");
+    if (!messages.ok()) return Fail(messages.status());
+    fgemma::OrderedJson body;
+    body["tools"] = std::move(tools).value();
+    body["messages"] = std::move(messages).value();
+    auto request = fgemma::ParseChatRequest(body, fgemma::RequestFormat::kTemplateInput);
+    if (!request.ok()) return Fail(request.status());
+    auto choice = ToolChoiceJson(tool_choice);
+    if (!choice.ok()) return Fail(choice.status());
+    return RunCall(caller, request.value(), choice.value(), callback, user_data);
+  });
+}
+
+FGEMMA_API fgemma_status fgemma_caller_call_openai(fgemma_caller* caller, const char* body_json,
+                                                   fgemma_token_callback callback, void* user_data) {
+  return Guard([&]() -> fgemma_status {
+    if (!Valid(caller)) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_call_openai: invalid caller handle");
+    if (!body_json) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_call_openai: body_json is NULL");
+    auto body = fgemma::ParseOrderedJson(body_json, "request body");
+    if (!body.ok()) return Fail(body.status());
+    auto request = fgemma::ParseChatRequest(body.value(), fgemma::RequestFormat::kOpenAI);
+    if (!request.ok()) return Fail(request.status());
+    fgemma::Json choice = "auto";
+    if (body->is_object() && body->contains("tool_choice"))
+      choice = fgemma::Json::parse(body.value()["tool_choice"].dump());
+    return RunCall(caller, request.value(), choice, callback, user_data);
+  });
+}
+
+FGEMMA_API int64_t fgemma_caller_result_json(const fgemma_caller* caller, char* buf, size_t cap) {
+  return GuardLength([&]() -> int64_t {
+    if (!Valid(caller)) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_result_json: invalid caller handle");
+    if (!buf && cap > 0) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_result_json: buf is NULL but cap > 0");
+    return CopyOut(caller->result_json, buf, cap);
+  });
+}
+
+FGEMMA_API fgemma_status fgemma_caller_cancel(fgemma_caller* caller) {
+  if (!Valid(caller)) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_cancel: invalid caller handle");
+  caller->cancel.store(true);
+  return FGEMMA_OK;
+}
+
+}  // extern "C"

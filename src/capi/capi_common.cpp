@@ -1,0 +1,63 @@
+// Version, status names and the thread-local error message of the C API.
+#include <algorithm>
+#include <cstring>
+
+#include "capi/capi_internal.h"
+
+namespace fgemma::capi {
+namespace {
+thread_local std::string t_last_error;
+}
+
+fgemma_status Fail(fgemma_status status, const std::string& message) {
+  t_last_error = message;
+  return status;
+}
+
+fgemma_status Fail(const Status& status) {
+  // ErrorCode values 0-9 are the C enum's first ten by construction.
+  return Fail(static_cast<fgemma_status>(static_cast<int>(status.code())), status.ToString());
+}
+
+void ClearError() { t_last_error.clear(); }
+
+int64_t CopyOut(const std::string& text, char* buf, size_t cap) {
+  if (buf && cap > 0) {
+    const size_t n = std::min(text.size(), cap - 1);
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+  }
+  return static_cast<int64_t>(text.size());
+}
+
+}  // namespace fgemma::capi
+
+using namespace fgemma::capi;
+
+extern "C" {
+
+FGEMMA_API int32_t fgemma_abi_version(void) { return FGEMMA_ABI_VERSION; }
+FGEMMA_API const char* fgemma_version(void) { return "0.1.0"; }
+
+FGEMMA_API const char* fgemma_status_name(fgemma_status status) {
+  switch (status) {
+    case FGEMMA_OK: return "ok";
+    case FGEMMA_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case FGEMMA_ERR_NOT_FOUND: return "not found";
+    case FGEMMA_ERR_CORRUPT_FILE: return "corrupt file";
+    case FGEMMA_ERR_UNSUPPORTED: return "unsupported";
+    case FGEMMA_ERR_OUT_OF_RANGE: return "out of range";
+    case FGEMMA_ERR_IO: return "I/O error";
+    case FGEMMA_ERR_OUT_OF_MEMORY: return "out of memory";
+    case FGEMMA_ERR_CANCELLED: return "cancelled";
+    case FGEMMA_ERR_INTERNAL: return "internal error";
+    case FGEMMA_ERR_BUDGET: return "budget exhausted";
+  }
+  return "unknown status";
+}
+
+FGEMMA_API const char* fgemma_last_error(void) {
+  return t_last_error.c_str();
+}
+
+}  // extern "C"

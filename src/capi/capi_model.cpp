@@ -1,0 +1,100 @@
+// C API: model loading, tokenizer and chat-template rendering.
+#include "capi/capi_internal.h"
+#include "chat/request.h"
+#include "runtime/model_files.h"
+
+using namespace fgemma::capi;
+
+extern "C" {
+
+FGEMMA_API fgemma_model_params fgemma_model_default_params(void) {
+  fgemma_model_params p;
+  p.tokenizer_path = nullptr;
+  return p;
+}
+
+FGEMMA_API fgemma_status fgemma_model_load(const char* path, fgemma_model_params params, fgemma_model** out) {
+  return Guard([&]() -> fgemma_status {
+    if (!out) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_model_load: out is NULL");
+    *out = nullptr;
+    if (!path) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_model_load: path is NULL");
+    auto tmpl = fgemma::LoadTemplateFor(path);
+    if (!tmpl.ok()) return Fail(tmpl.status());
+    auto model = fgemma::Model::Load(path);
+    if (!model.ok()) return Fail(model.status());
+    auto tokenizer = fgemma::LoadTokenizerFor(path, params.tokenizer_path ? params.tokenizer_path : "");
+    if (!tokenizer.ok()) return Fail(tokenizer.status());
+    if (tokenizer->vocab_size() != model.value()->config().vocab_size)
+      return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "tokenizer has " + std::to_string(tokenizer->vocab_size()) +
+                                                   " tokens but the model's vocabulary is " +
+                                                   std::to_string(model.value()->config().vocab_size));
+    auto handle = std::make_unique<fgemma_model>();
+    handle->model = std::shared_ptr<const fgemma::Model>(std::move(model).value());
+    handle->tokenizer.emplace(std::move(tokenizer).value());
+    handle->template_kind = tmpl->kind;
+    *out = handle.release();
+    return FGEMMA_OK;
+  });
+}
+
+FGEMMA_API void fgemma_model_free(fgemma_model* model) {
+  if (!Valid(model)) return;
+  model->tag = kDeadTag;
+  delete model;
+}
+
+FGEMMA_API int32_t fgemma_model_vocab_size(const fgemma_model* model) {
+  return Valid(model) ? model->model->config().vocab_size : -1;
+}
+
+FGEMMA_API int32_t fgemma_model_bos(const fgemma_model* model) { return Valid(model) ? model->tokenizer->bos_id() : -1; }
+
+FGEMMA_API bool fgemma_model_is_eos(const fgemma_model* model, int32_t token) {
+  return Valid(model) && model->tokenizer->IsEos(token);
+}
+
+FGEMMA_API int64_t fgemma_tokenize(const fgemma_model* model, const char* text, size_t text_len, bool add_bos,
+                                   bool parse_special, int32_t* tokens, size_t cap) {
+  return GuardLength([&]() -> int64_t {
+    if (!Valid(model)) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_tokenize: invalid model handle");
+    if (!text && text_len > 0) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_tokenize: text is NULL");
+    if (!tokens && cap > 0) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_tokenize: tokens is NULL but cap > 0");
+    fgemma::EncodeOptions eo;
+    eo.add_bos = add_bos;
+    eo.parse_special = parse_special;
+    const auto ids = model->tokenizer->Encode(std::string_view(text ? text : "", text_len), eo);
+    std::copy_n(ids.begin(), std::min(ids.size(), cap), tokens);
+    return static_cast<int64_t>(ids.size());
+  });
+}
+
+FGEMMA_API int64_t fgemma_detokenize(const fgemma_model* model, const int32_t* tokens, size_t n_tokens,
+                                     bool skip_special, char* buf, size_t cap) {
+  return GuardLength([&]() -> int64_t {
+    if (!Valid(model)) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_detokenize: invalid model handle");
+    if (!tokens && n_tokens > 0) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_detokenize: tokens is NULL");
+    if (!buf && cap > 0) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_detokenize: buf is NULL but cap > 0");
+    fgemma::DecodeOptions dopt;
+    dopt.skip_special = skip_special;
+    auto text = model->tokenizer->Decode(std::span<const int32_t>(tokens, n_tokens), dopt);
+    if (!text.ok()) return -Fail(text.status());
+    return CopyOut(text.value(), buf, cap);
+  });
+}
+
+FGEMMA_API int64_t fgemma_render(const fgemma_model* model, const char* request_json, char* buf, size_t cap) {
+  return GuardLength([&]() -> int64_t {
+    if (!Valid(model)) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_render: invalid model handle");
+    if (!request_json) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_render: request_json is NULL");
+    if (!buf && cap > 0) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_render: buf is NULL but cap > 0");
+    auto request = fgemma::ParseChatRequestText(request_json, "request");
+    if (!request.ok()) return -Fail(request.status());
+    fgemma::RenderOptions ro;
+    ro.template_kind = model->template_kind;
+    auto prompt = fgemma::RenderPrompt(request.value(), ro);
+    if (!prompt.ok()) return -Fail(prompt.status());
+    return CopyOut(prompt.value(), buf, cap);
+  });
+}
+
+}  // extern "C"

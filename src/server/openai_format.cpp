@@ -1,0 +1,80 @@
+#include "server/openai_format.h"
+
+namespace fgemma::server {
+namespace {
+
+Json Envelope(const ResponseMeta& meta, const char* object) {
+  return {{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
+}
+
+Json Chunk(const ResponseMeta& meta, Json delta, Json finish_reason) {
+  Json j = Envelope(meta, "chat.completion.chunk");
+  j["choices"] = Json::array({{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish_reason)}}});
+  return j;
+}
+
+}  // namespace
+
+Json ErrorBody(const std::string& message, const std::string& type) {
+  return {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}}}};
+}
+
+Json ModelsBody(const std::string& model) {
+  return {{"object", "list"},
+          {"data", Json::array({{{"id", model}, {"object", "model"}, {"created", 0}, {"owned_by", "fgemma"}}})}};
+}
+
+Json CompletionResponse(const ResponseMeta& meta, const CallOutcome& outcome) {
+  Json message = {{"role", "assistant"}};
+  Json tool_calls = Json::array();
+  for (size_t i = 0; i < outcome.parsed.calls.size(); ++i) {
+    const auto& c = outcome.parsed.calls[i];
+    tool_calls.push_back({{"id", "call_" + meta.id.substr(meta.id.find('-') + 1) + "_" + std::to_string(i)},
+                          {"type", "function"},
+                          {"function", {{"name", c.name}, {"arguments", c.arguments.dump()}}}});
+  }
+  const bool calls = !tool_calls.empty();
+  // An output that failed to parse is returned as its raw text rather than dropped.
+  const std::string& text = outcome.parsed.ok() ? outcome.parsed.text : outcome.parsed.raw;
+  message["content"] = calls || text.empty() ? Json(nullptr) : Json(text);
+  if (calls) message["tool_calls"] = std::move(tool_calls);
+  const size_t prompt = outcome.timing.prefix_tokens + outcome.timing.prompt_tokens;
+  Json j = Envelope(meta, "chat.completion");
+  j["choices"] = Json::array({{{"index", 0}, {"message", std::move(message)}, {"finish_reason", calls ? "tool_calls" : "stop"}}});
+  j["usage"] = {{"prompt_tokens", prompt},
+                {"completion_tokens", outcome.timing.generated_tokens},
+                {"total_tokens", prompt + outcome.timing.generated_tokens}};
+  j["fgemma"] = CallOutcomeToJson(outcome);
+  return j;
+}
+
+Json LengthResponse(const ResponseMeta& meta, size_t completion_tokens) {
+  Json j = Envelope(meta, "chat.completion");
+  j["choices"] = Json::array(
+      {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", nullptr}}}, {"finish_reason", "length"}}});
+  j["usage"] = {{"completion_tokens", completion_tokens}};
+  return j;
+}
+
+Json RoleChunk(const ResponseMeta& meta) { return Chunk(meta, {{"role", "assistant"}, {"content", nullptr}}, nullptr); }
+
+std::vector<Json> CompletionChunks(const ResponseMeta& meta, const Json& response) {
+  std::vector<Json> chunks;
+  const Json& choice = response["choices"][0];
+  const Json& message = choice["message"];
+  if (message.contains("tool_calls")) {
+    int index = 0;
+    for (Json call : message["tool_calls"]) {
+      call["index"] = index++;
+      chunks.push_back(Chunk(meta, {{"tool_calls", Json::array({call})}}, nullptr));
+    }
+  } else if (message["content"].is_string()) {
+    chunks.push_back(Chunk(meta, {{"content", message["content"]}}, nullptr));
+  }
+  Json last = Chunk(meta, Json::object(), choice["finish_reason"]);
+  if (response.contains("usage")) last["usage"] = response["usage"];
+  chunks.push_back(std::move(last));
+  return chunks;
+}
+
+}  // namespace fgemma::server

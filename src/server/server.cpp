@@ -1,0 +1,233 @@
+#include "server/server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+
+#include "chat/chat_json.h"
+#include "chat/request.h"
+#include "model/model.h"
+#include "runtime/model_files.h"
+#include "server/caller_pool.h"
+#include "server/openai_format.h"
+#include "util/hash.h"
+
+namespace fgemma::server {
+
+bool IsLoopbackHost(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+struct Server::Impl {
+  ServerOptions options;
+  std::string model_name;
+  std::unique_ptr<CallerPool> pool;
+  httplib::Server http;
+  std::atomic<uint64_t> next_id{1};
+
+  void Routes();
+  void ChatCompletions(const httplib::Request& req, httplib::Response& res);
+};
+
+namespace {
+
+void SendError(httplib::Response& res, int status, const std::string& message, const std::string& type) {
+  res.status = status;
+  res.set_content(ErrorBody(message, type).dump(), "application/json");
+}
+
+int HttpStatusFor(const Status& st) {
+  switch (st.code()) {
+    case ErrorCode::kInvalidArgument:
+    case ErrorCode::kOutOfRange:
+    case ErrorCode::kNotFound:
+    case ErrorCode::kUnsupported:
+      return 400;
+    default:
+      return 500;
+  }
+}
+
+}  // namespace
+
+void Server::Impl::Routes() {
+  // Size and key checks run before the body is read, so an oversized upload is refused early.
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (req.has_header("Content-Length") &&
+        std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > options.max_body_bytes) {
+      SendError(res, 413, "request body exceeds " + std::to_string(options.max_body_bytes) + " bytes",
+                "invalid_request_error");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!options.api_key.empty() && req.path.rfind("/v1/", 0) == 0 &&
+        req.get_header_value("Authorization") != "Bearer " + options.api_key) {
+      SendError(res, 401, "missing or invalid API key (Authorization: Bearer ...)", "authentication_error");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http.set_payload_max_length(options.max_body_bytes);
+  // Whatever httplib itself refuses (unknown route, chunked body over the limit) still gets a JSON body.
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404)
+      SendError(res, 404, "no route for " + req.method + " " + req.path, "not_found_error");
+    else if (res.status == 413)
+      SendError(res, 413, "request body too large", "invalid_request_error");
+    else
+      SendError(res, res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error");
+  });
+  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    Json j = {{"status", "ok"}, {"sessions", pool->size()}, {"busy", pool->busy()}};
+    res.set_content(j.dump(), "application/json");
+  });
+  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(ModelsBody(model_name).dump(), "application/json");
+  });
+  http.Post("/v1/chat/completions",
+            [this](const httplib::Request& req, httplib::Response& res) { ChatCompletions(req, res); });
+}
+
+void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Response& res) {
+  auto body = ParseOrderedJson(req.body, "request body");
+  if (!body.ok()) return SendError(res, 400, body.status().message(), "invalid_request_error");
+  if (!body->is_object()) return SendError(res, 400, "request body must be a JSON object", "invalid_request_error");
+  const OrderedJson& b = body.value();
+  if (b.contains("model") && (!b["model"].is_string() || b["model"].get<std::string>() != model_name))
+    return SendError(res, 404, "model " + b["model"].dump() + " does not exist (serving \"" + model_name + "\")",
+                     "not_found_error");
+  auto request = ParseChatRequest(b, RequestFormat::kOpenAI);
+  if (!request.ok()) return SendError(res, 400, request.status().message(), "invalid_request_error");
+  Json choice_json = "auto";
+  if (b.contains("tool_choice")) choice_json = Json::parse(b["tool_choice"].dump());
+  auto choice = ParseToolChoice(choice_json, request->tools);
+  if (!choice.ok()) return SendError(res, 400, choice.status().message(), "invalid_request_error");
+  size_t max_tokens = options.max_tokens;
+  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+    if (!b.contains(key) || b[key].is_null()) continue;
+    if (!b[key].is_number_unsigned() || b[key].get<size_t>() == 0)
+      return SendError(res, 400, std::string(key) + " must be a positive integer", "invalid_request_error");
+    max_tokens = std::min(max_tokens, b[key].get<size_t>());
+  }
+  const bool stream = b.contains("stream") && b["stream"].is_boolean() && b["stream"].get<bool>();
+
+  const uint64_t catalog_key = Hash64(request->tools_json.dump());
+  std::shared_ptr<CallerPool::Lease> lease =
+      pool->Acquire(catalog_key, std::chrono::milliseconds(options.queue_timeout_ms));
+  if (!lease) return SendError(res, 503, "all sessions are busy; retry later", "server_busy_error");
+
+  ResponseMeta meta{"chatcmpl-" + std::to_string(next_id++), static_cast<int64_t>(std::time(nullptr)), model_name};
+  // Runs the call; `on_token` may stop it (streaming client gone). Hitting max_tokens ends the
+  // call with finish_reason "length".
+  auto run = [this, lease, request = std::move(request).value(), choice = std::move(choice).value(), max_tokens,
+              meta](const std::function<bool(int32_t)>& on_token) -> std::pair<int, Json> {
+    size_t generated = 0;
+    bool length_stop = false;
+    auto outcome = lease->caller().Call(request, choice, [&](int32_t id) {
+      if (++generated > max_tokens) {
+        length_stop = true;
+        return false;
+      }
+      return !on_token || on_token(id);
+    });
+    lease->caller().TakeWarnings();
+    if (length_stop) return {200, LengthResponse(meta, generated - 1)};
+    if (!outcome.ok()) return {HttpStatusFor(outcome.status()), ErrorBody(outcome.status().message(),
+                                                                          "invalid_request_error")};
+    return {200, CompletionResponse(meta, outcome.value())};
+  };
+
+  if (!stream) {
+    auto [status, json] = run({});
+    res.status = status;
+    res.set_content(json.dump(), "application/json");
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider("text/event-stream", [run, meta](size_t, httplib::DataSink& sink) {
+    auto send = [&](const Json& j) {
+      const std::string event = "data: " + j.dump() + "\n\n";
+      return sink.write(event.data(), event.size());
+    };
+    send(RoleChunk(meta));
+    // A disconnected client stops the generation at its next token.
+    auto [status, json] = run([&](int32_t) { return sink.is_writable(); });
+    if (status != 200) {
+      send(json);
+    } else {
+      for (const Json& chunk : CompletionChunks(meta, json)) send(chunk);
+    }
+    const std::string done = "data: [DONE]\n\n";
+    sink.write(done.data(), done.size());
+    sink.done();
+    return true;
+  });
+}
+
+Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
+  if (!IsLoopbackHost(options.host) && options.api_key.empty())
+    return InvalidArgument("refusing to listen on non-loopback host " + options.host + " without --api-key");
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->model_name = options.model_name;
+  if (impl->model_name.empty()) {
+    std::filesystem::path p(options.model_path);
+    impl->model_name = (p.has_filename() ? p.filename() : p.parent_path().filename()).string();
+  }
+  FGEMMA_TRY(ModelTemplate tmpl, LoadTemplateFor(options.model_path));
+  FGEMMA_TRY(std::unique_ptr<Model> model, Model::Load(options.model_path));
+  FGEMMA_TRY(Tokenizer tokenizer, LoadTokenizerFor(options.model_path));
+  FunctionCallerOptions fo;
+  fo.threads = options.threads;
+  fo.context = options.context;
+  fo.template_kind = tmpl.kind;
+  fo.cache_path = options.cache_path;
+  FGEMMA_TRY(impl->pool, CallerPool::Create(std::shared_ptr<const Model>(std::move(model)), tokenizer, fo,
+                                            options.sessions));
+  // Enough HTTP workers that requests beyond the pool wait in Acquire (and time out as 503)
+  // rather than unseen in the socket backlog.
+  const size_t workers = std::max<size_t>(8, options.sessions * 4);
+  impl->http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  impl->Routes();
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() {
+  Stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+Status Server::Bind() {
+  const auto& o = impl_->options;
+  if (o.port == 0) {
+    port_ = impl_->http.bind_to_any_port(o.host);
+  } else {
+    port_ = impl_->http.bind_to_port(o.host, o.port) ? o.port : -1;
+  }
+  if (port_ <= 0) return IoError("cannot listen on " + o.host + ":" + std::to_string(o.port));
+  return Status::Ok();
+}
+
+Status Server::Start() {
+  FGEMMA_RETURN_IF_ERROR(Bind());
+  thread_ = std::thread([this] { impl_->http.listen_after_bind(); });
+  return Status::Ok();
+}
+
+Status Server::Run() {
+  FGEMMA_RETURN_IF_ERROR(Bind());
+  std::fprintf(stderr, "fgemma: serving %s on http://%s:%d (%zu sessions)\n", impl_->model_name.c_str(),
+               impl_->options.host.c_str(), port_, impl_->pool->size());
+  if (!impl_->http.listen_after_bind()) return IoError("server stopped with an error");
+  return Status::Ok();
+}
+
+void Server::Stop() { impl_->http.stop(); }
+
+}  // namespace fgemma::server

@@ -1,0 +1,56 @@
+// `fgemma serve`: an OpenAI-compatible HTTP server over a pool of FunctionCallers sharing one model.
+//
+// Routes: POST /v1/chat/completions (tools, tool_choice, stream via SSE), GET /v1/models,
+// GET /health. Errors are {"error":{"message":...,"type":...}} with 400 (malformed or invalid
+// request), 401 (API key), 404 (route or model), 413 (body too large), 503 (pool busy past the
+// queue timeout). Without an API key only loopback hosts may be bound.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "util/status.h"
+
+namespace fgemma::server {
+
+struct ServerOptions {
+  std::string model_path;
+  std::string model_name;          // "" = the model path's last component
+  std::string host = "127.0.0.1";
+  int port = 8080;                 // 0 = any free port (see Server::port())
+  std::string api_key;             // "" = no authentication (loopback only)
+  size_t sessions = 2;             // callers in the pool
+  int threads = 1;                 // threads per session
+  size_t context = 4096;           // positions per session (bounds the prompt)
+  size_t max_tokens = 1024;        // generated tokens per request (a request may ask for fewer)
+  size_t max_body_bytes = 1 << 20;
+  int queue_timeout_ms = 30000;    // wait for a free session before answering 503
+  std::string cache_path;          // optional catalog cache file for the pool's first session
+};
+
+bool IsLoopbackHost(const std::string& host);
+
+class Server {
+ public:
+  // Loads the model and builds the pool; refuses a non-loopback host without an API key.
+  static Result<std::unique_ptr<Server>> Create(const ServerOptions& options);
+  ~Server();
+
+  // Binds (port 0: an ephemeral port) and serves on a background thread.
+  Status Start();
+  // Serves on the calling thread until Stop() (from another thread or a signal handler thread).
+  Status Run();
+  void Stop();
+  int port() const { return port_; }
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  Status Bind();
+  std::unique_ptr<Impl> impl_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace fgemma::server

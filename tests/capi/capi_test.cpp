@@ -1,0 +1,133 @@
+// Finer C API checks than capi_flow.c: cross-thread cancellation, buffer edge cases, status mapping.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "fgemma/fgemma.h"
+#include "test_support.h"
+#include "util/mapped_file.h"
+
+namespace {
+
+const char* kMessages =
+    R"([{"role":"developer","content":"You are a model that can do function calling with the following functions"},)"
+    R"({"role":"user","content":"Turn on the kitchen lights"}])";
+
+class CapiTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_EQ(fgemma_model_load(fgemma::test::FixturePath("models/mini-bf16").c_str(), fgemma_model_default_params(),
+                                &model_),
+              FGEMMA_OK)
+        << fgemma_last_error();
+    auto tools = fgemma::ReadFileToString(fgemma::test::FixturePath("chat/smart-home-tools.json"));
+    ASSERT_TRUE(tools.ok());
+    tools_ = new std::string(tools.value());
+  }
+  static void TearDownTestSuite() {
+    fgemma_model_free(model_);
+    model_ = nullptr;
+    delete tools_;
+  }
+  static fgemma_caller* NewCaller(fgemma_caller_params p = fgemma_caller_default_params()) {
+    p.n_ctx = 2048;
+    p.n_threads = 1;
+    fgemma_caller* c = nullptr;
+    EXPECT_EQ(fgemma_caller_new(model_, p, &c), FGEMMA_OK) << fgemma_last_error();
+    return c;
+  }
+  static fgemma_model* model_;
+  static std::string* tools_;
+};
+fgemma_model* CapiTest::model_ = nullptr;
+std::string* CapiTest::tools_ = nullptr;
+
+TEST(CapiBasics, VersionAndStatusNames) {
+  EXPECT_EQ(fgemma_abi_version(), FGEMMA_ABI_VERSION);
+  EXPECT_STREQ(fgemma_status_name(FGEMMA_ERR_BUDGET), "budget exhausted");
+  EXPECT_STREQ(fgemma_status_name(static_cast<fgemma_status>(99)), "unknown status");
+}
+
+TEST(CapiBasics, MissingModelIsNotFoundWithMessage) {
+  fgemma_model* m = nullptr;
+  EXPECT_EQ(fgemma_model_load("/nonexistent/dir", fgemma_model_default_params(), &m), FGEMMA_ERR_NOT_FOUND);
+  EXPECT_EQ(m, nullptr);
+  EXPECT_NE(std::string(fgemma_last_error()).find("/nonexistent/dir"), std::string::npos);
+}
+
+TEST(CapiBasics, LastErrorIsPerThread) {
+  fgemma_model* m = nullptr;
+  ASSERT_NE(fgemma_model_load(nullptr, fgemma_model_default_params(), &m), FGEMMA_OK);
+  std::string other;
+  std::thread([&] { other = fgemma_last_error(); }).join();
+  EXPECT_EQ(other, "");
+  EXPECT_NE(std::string(fgemma_last_error()), "");
+}
+
+TEST_F(CapiTest, TokenBufferTooSmallReportsNeed) {
+  int32_t ids[2] = {-7, -7};
+  const std::string text = "one two three four five";
+  const int64_t need = fgemma_tokenize(model_, text.data(), text.size(), true, false, ids, 2);
+  ASSERT_GT(need, 2);
+  EXPECT_EQ(ids[0], fgemma_model_bos(model_));
+  EXPECT_NE(ids[1], -7);
+  // Zero-length text is valid: only BOS.
+  EXPECT_EQ(fgemma_tokenize(model_, nullptr, 0, true, false, ids, 2), 1);
+}
+
+TEST_F(CapiTest, CancelFromAnotherThread) {
+  fgemma_caller* c = NewCaller();
+  struct State {
+    fgemma_caller* caller;
+    std::atomic<int> tokens{0};
+  } state{c};
+  // The callback is slowed down so the other thread's cancel lands mid-call.
+  auto slow = [](int32_t, const char*, size_t, void* user) -> int {
+    static_cast<State*>(user)->tokens++;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return 0;
+  };
+  std::thread canceller([&] {
+    while (state.tokens.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(fgemma_caller_cancel(c), FGEMMA_OK);
+  });
+  EXPECT_EQ(fgemma_caller_call(c, tools_->c_str(), kMessages, "required", slow, &state), FGEMMA_ERR_CANCELLED);
+  canceller.join();
+  EXPECT_LE(state.tokens.load(), 4);
+  // The cancel was consumed: the next call runs.
+  EXPECT_EQ(fgemma_caller_call(c, tools_->c_str(), kMessages, "required", nullptr, nullptr), FGEMMA_OK);
+  fgemma_caller_free(c);
+}
+
+TEST_F(CapiTest, NamedToolChoiceAsJsonObject) {
+  fgemma_caller* c = NewCaller();
+  ASSERT_EQ(fgemma_caller_call(c, tools_->c_str(), kMessages, R"({"type":"function","function":{"name":"set_lights"}})",
+                               nullptr, nullptr),
+            FGEMMA_OK)
+      << fgemma_last_error();
+  std::string json(static_cast<size_t>(fgemma_caller_result_json(c, nullptr, 0)), '\0');
+  fgemma_caller_result_json(c, json.data(), json.size() + 1);
+  auto j = fgemma::Json::parse(json);
+  ASSERT_EQ(j["calls"].size(), 1u);
+  EXPECT_EQ(j["calls"][0]["name"], "set_lights");
+  fgemma_caller_free(c);
+}
+
+TEST_F(CapiTest, ModelOutlivesNothingButIsShared) {
+  // Many callers over one model, used from different threads at once.
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&] {
+      fgemma_caller* c = NewCaller();
+      if (fgemma_caller_call(c, tools_->c_str(), kMessages, "required", nullptr, nullptr) == FGEMMA_OK) ok++;
+      fgemma_caller_free(c);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 2);
+}
+
+}  // namespace
