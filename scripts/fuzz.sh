@@ -28,7 +28,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$scratch"
   log="$out/$t.log"
   echo "== fuzz $t (${seconds}s)"
-  if (cd "$out" && "$OLDPWD/$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+  if (cd "$out" && "$OLDPWD/$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
         -print_final_stats=1 -artifact_prefix="$out/$t-" "$scratch" "$OLDPWD/fuzz/corpus/$t") >"$log" 2>&1; then
     execs="$(grep -m1 'stat::number_of_executed_units' "$log" | awk '{print $2}')"
     summary+=("$t: ${execs:-?} executions, no crash")
