@@ -1,8 +1,5 @@
-// libFuzzer harness for the GGUF parser (not part of the CMake build). Build and run with clang:
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc fuzz/gguf_fuzzer.cpp \
-//       src/io/gguf.cpp src/util/status.cpp src/util/tensor.cpp src/util/float_types.cpp \
-//       src/util/mapped_file.cpp -o /tmp/gguf_fuzzer
-//   /tmp/gguf_fuzzer -max_total_time=60 CORPUS_DIR   (seed CORPUS_DIR with small .gguf files)
+// libFuzzer harness for the GGUF parser (header, metadata, tensor table). Built by -DFGEMMA_FUZZ=ON
+// (clang); run by scripts/fuzz.sh. Seeds: fuzz/corpus/gguf/.
 #include <cstddef>
 #include <cstdint>
 

@@ -3,6 +3,20 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev nlohmann-json3-dev
           libcli11-dev libcpp-httplib-dev python3)
+# CI (CI=true) or FGEMMA_CROSS=1 / FGEMMA_FUZZ=1: the cross stage (cross compilers that coexist in
+# Debian 12 -- not g++-multilib, which removes them --, qemu-user, googletest sources), the fuzz stage
+# (clang with libFuzzer) and the valgrind stage.
+in_ci=0
+[ "${CI:-}" = true ] && in_ci=1
+if [ "${FGEMMA_CROSS:-$in_ci}" = 1 ]; then
+  packages+=(g++-i686-linux-gnu g++-arm-linux-gnueabihf g++-aarch64-linux-gnu qemu-user googletest)
+fi
+if [ "${FGEMMA_FUZZ:-$in_ci}" = 1 ]; then
+  packages+=(clang-14 libclang-rt-14-dev)
+fi
+if [ "${FGEMMA_VALGRIND:-$in_ci}" = 1 ]; then
+  packages+=(valgrind)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

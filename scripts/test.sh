@@ -1,10 +1,48 @@
 #!/usr/bin/env bash
 # The test command: builds and runs every test (including the `heavy` label) in Release, then the
-# default suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
-# FGEMMA_SKIP_ASAN=1 skips the sanitizer pass (for quick local runs).
+# default suite again under AddressSanitizer + UndefinedBehaviorSanitizer, then (by default only in
+# CI, CI=true) the cross stage, the fuzz stage and the valgrind stage.
+# Switches (1 = run, 0 = skip):
+#   FGEMMA_SKIP_ASAN=1     skips the sanitizer pass (for quick local runs)
+#   FGEMMA_CROSS           i386 + armhf + aarch64 builds and goldens (scripts/cross-test.sh), and the
+#                          32-bit 270m process test (scripts/test-32bit-270m.sh); default: $CI
+#   FGEMMA_FUZZ            every libFuzzer target for FGEMMA_FUZZ_SECONDS (default 20) each
+#                          (scripts/fuzz.sh); default: $CI
+#   FGEMMA_VALGRIND        valgrind memcheck on the C API test binaries (fgemma_capi_*) when they
+#                          exist in build/release; default: $CI
 set -euo pipefail
 cd "$(dirname "$0")/.."
+in_ci=0
+[ "${CI:-}" = true ] && in_ci=1
+stage() { echo "== stage $1 ($(date +%T))"; }
+stage release
 cmake --workflow --preset release
 if [ "${FGEMMA_SKIP_ASAN:-0}" != 1 ]; then
+  stage asan
   cmake --workflow --preset asan
 fi
+if [ "${FGEMMA_VALGRIND:-$in_ci}" = 1 ]; then
+  stage valgrind
+  shopt -s nullglob
+  capi=(build/release/tests/fgemma_capi_*)
+  shopt -u nullglob
+  if ((${#capi[@]} == 0)); then
+    echo "no fgemma_capi_* test binaries: valgrind stage has nothing to check"
+  fi
+  for t in "${capi[@]}"; do
+    [ -x "$t" ] || continue
+    valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+      --track-origins=yes "$t" --gtest_brief=1
+  done
+fi
+if [ "${FGEMMA_CROSS:-$in_ci}" = 1 ]; then
+  stage cross
+  scripts/cross-test.sh i386 armhf aarch64
+  stage 32bit-270m
+  scripts/test-32bit-270m.sh
+fi
+if [ "${FGEMMA_FUZZ:-$in_ci}" = 1 ]; then
+  stage fuzz
+  scripts/fuzz.sh "${FGEMMA_FUZZ_SECONDS:-20}"
+fi
+stage done

@@ -15,11 +15,18 @@ constexpr std::string_view kEos = "<eos>";
 
 // The syntax tree of one value before typing: which form the model used decides, together with the
 // schema, what JSON it becomes.
+// (Members are a named struct, not std::pair: a pair of an incomplete Node is ill-formed, and
+// clang's libstdc++ checks reject it.)
+struct NodeMember;
 struct Node {
   enum class Kind { kEscaped, kBare, kArray, kObject } kind = Kind::kBare;
-  std::string text;                                  // kEscaped, kBare
-  std::vector<Node> elements;                        // kArray
-  std::vector<std::pair<std::string, Node>> members;  // kObject
+  std::string text;                 // kEscaped, kBare
+  std::vector<Node> elements;       // kArray
+  std::vector<NodeMember> members;  // kObject
+};
+struct NodeMember {
+  std::string key;
+  Node value;
 };
 
 class CallSyntax {
@@ -46,7 +53,7 @@ class CallSyntax {
       if (!Peek(':')) return Error("expected ':' after key '" + key + "'");
       ++pos_;
       FGEMMA_TRY(Node value, Value(depth + 1));
-      node.members.emplace_back(std::move(key), std::move(value));
+      node.members.push_back(NodeMember{std::move(key), std::move(value)});
       FGEMMA_TRY(bool more, Separator('}'));
       if (!more) return node;
     }
@@ -249,7 +256,7 @@ Json Typed(const Node& node, const Schema* schema, const std::string& path, std:
     case Node::Kind::kObject: {
       const bool is_object = schema != nullptr && schema->type == SchemaType::kObject;
       Json out = Json::object();
-      for (const auto& [key, value] : node.members) {
+      for (const auto& [key, value] : node.members) {  // NodeMember{key, value}
         const std::string sub = FieldPath(path, key);
         if (!IsValidUtf8(key)) errors->push_back(sub + ": key is not valid UTF-8");
         if (out.contains(key)) errors->push_back(sub + ": given more than once (the last value is kept)");

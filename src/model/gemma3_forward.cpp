@@ -133,6 +133,17 @@ Status Gemma3Forward::ImportState(size_t n, const uint8_t* data, size_t size) {
   return Status::Ok();
 }
 
+Status Gemma3Forward::ZeroState(size_t n) {
+  if (n > context_) return OutOfRange(std::to_string(n) + " positions exceed the context of " + std::to_string(context_));
+  const size_t KV = static_cast<size_t>(cfg_.kv_dim());
+  for (auto& lc : cache_) {
+    const size_t count = std::min(n, lc.rows) * KV;
+    std::fill(lc.keys.data(), lc.keys.data() + count, 0.0f);
+    std::fill(lc.values.data(), lc.values.data() + count, 0.0f);
+  }
+  return Status::Ok();
+}
+
 void Gemma3Forward::MatMulParallel(const TensorView& w, const float* x, size_t n, size_t x_stride, float* y,
                                    size_t y_stride, ThreadPool& pool) {
   Activations a;

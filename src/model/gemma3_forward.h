@@ -70,6 +70,10 @@ class Gemma3Forward {
   uint64_t StateBytes(size_t n) const;
   void ExportState(size_t n, std::string* out) const;
   Status ImportState(size_t n, const uint8_t* data, size_t size);
+  // Sets the rows of positions [0, n) to zero keys and values without computing them (benchmarks
+  // of decode at a long context: the attention work per step is the same as after a real prefill;
+  // the outputs are not meaningful).
+  Status ZeroState(size_t n);
 
  private:
   Gemma3Forward(const Model& model) : model_(model), cfg_(model.config()) {}

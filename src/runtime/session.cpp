@@ -87,4 +87,10 @@ Status Session::ImportState(size_t position, const uint8_t* data, size_t size) {
   return Status::Ok();
 }
 
+Status Session::JumpWithZeroState(size_t position) {
+  FGEMMA_RETURN_IF_ERROR(forward_->ZeroState(position));
+  position_ = position;
+  return Status::Ok();
+}
+
 }  // namespace fgemma

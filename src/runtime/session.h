@@ -44,6 +44,10 @@ class Session {
   // Serializes the state (position and KV rows) for a cache file, and restores it.
   void ExportState(std::string* out) const { forward_->ExportState(position_, out); }
   Status ImportState(size_t position, const uint8_t* data, size_t size);
+  // Benchmark aid: moves to `position` with zero keys/values in every earlier row, computing
+  // nothing (Gemma3Forward::ZeroState). Decode cost and memory after it equal a real prefill's;
+  // the logits are meaningless.
+  Status JumpWithZeroState(size_t position);
 
   const Model& model() const { return *model_; }
   ThreadPool& pool() { return *pool_; }

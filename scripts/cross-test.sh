@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Cross builds for 32-bit x86 and Arm, tested natively (i386) or under qemu-user (Arm):
+#   scripts/cross-test.sh [i386|armhf|armhf-noneon|aarch64 ...]     (default: i386 armhf aarch64)
+# Each builds the engine, the CLI and the core, tokenizer and chat test binaries with
+# cmake/toolchains/<arch>.cmake (static executables; dependencies from cmake/CrossDeps.cmake) in
+# build/cross-<arch>, then runs the goldens that matter: tiny (every layer and logit), mini and the
+# mini GGUF goldens, the tokenizer goldens and the chat rendering goldens. Under qemu the CLI tests
+# are left out (a test spawning the CLI would need binfmt_misc) and so is the slowest golden work
+# (see FILTER_* below); on i386 everything in the three binaries runs, natively.
+# Also runs the kernel tests on Arm (tests/kernels/cross/run.sh builds them the same way).
+# Needs: g++-i686-linux-gnu g++-arm-linux-gnueabihf g++-aarch64-linux-gnu qemu-user googletest
+# (scripts/install-deps.sh with FGEMMA_CROSS=1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+shared="${FGEMMA_SHARED_DIR:-$root/../shared}"
+jobs="${FGEMMA_JOBS:-2}"
+archs=("$@")
+((${#archs[@]})) || archs=(i386 armhf aarch64)
+# Under qemu: no CLI tests (no binfmt_misc to run the target CLI from the target test).
+qemu_filter='-*Cli*:*CLI*'
+failed=()
+for arch in "${archs[@]}"; do
+  case "$arch" in
+    i386) run=() ; filter='*' ;;
+    armhf|armhf-noneon) run=(qemu-arm) ; filter="$qemu_filter" ;;
+    aarch64) run=(qemu-aarch64) ; filter="$qemu_filter" ;;
+    *) echo "unknown arch $arch" >&2; exit 2 ;;
+  esac
+  dir="build/cross-$arch"
+  echo "== $arch: configure + build ($dir)"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/$arch.cmake" \
+    -DCMAKE_BUILD_TYPE=Release -DFGEMMA_SHARED_DIR="$shared" -DFGEMMA_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$dir" -j "$jobs" --target fgemma fgemma_core_tests fgemma_tokenizer_tests fgemma_chat_tests
+  for t in core tokenizer chat; do
+    echo "== $arch: $t tests"
+    start=$SECONDS
+    if "${run[@]}" "$dir/tests/fgemma_${t}_tests" --gtest_filter="$filter" --gtest_brief=1; then
+      echo "== $arch: $t passed in $((SECONDS - start)) s"
+    else
+      failed+=("$arch/$t")
+    fi
+  done
+done
+if ((${#failed[@]})); then
+  echo "cross tests FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "cross tests passed: ${archs[*]}"
