@@ -41,7 +41,11 @@ Result<Tokenizer> TokenizerFromGguf(const std::string& path) {
 
 Result<Tokenizer> LoadTokenizerFor(const std::string& model_path, const std::string& tokenizer_path) {
   if (!tokenizer_path.empty()) return Tokenizer::FromFile(tokenizer_path);
+  if (!FileExists(model_path)) return NotFound(model_path + ": no such file or directory");
   if (IsGguf(model_path)) return TokenizerFromGguf(model_path);
+  // A directory or a tokenizer.json itself: the tokenizer's own loader names what is missing.
+  if (IsDirectory(model_path) || (model_path.size() >= 5 && model_path.compare(model_path.size() - 5, 5, ".json") == 0))
+    return Tokenizer::FromFile(model_path);
   const std::string dir = DirOf(model_path);
   if (!FileExists(dir + "/tokenizer.json"))
     return NotFound(dir + ": no tokenizer.json beside the model (pass --tokenizer PATH)");
