@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "model/synth.h"
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -169,30 +171,10 @@ void ExpectQuantizedFileMatches(const std::string& type, DType dtype) {
 TEST(Quantize, ReproducesMiniQ8_0) { ExpectQuantizedFileMatches("q8_0", DType::kQ8_0); }
 TEST(Quantize, ReproducesMiniQ4_0) { ExpectQuantizedFileMatches("q4_0", DType::kQ4_0); }
 
-// SYNTH.md's float32 weights, rounded to bf16 by ConvertRowBf16, reproduce mini-bf16.gguf.
-uint64_t Fnv1a64(const std::string& s) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001B3ull;
-  }
-  return h;
-}
-
-float SynthWeight(uint64_t h, uint64_t seed, uint64_t i, double amp) {
-  uint64_t z = h + seed * 0x9E3779B97F4A7C15ull + (i + 1) * 0xD1B54A32D192ED03ull;
-  z ^= z >> 30;
-  z *= 0xBF58476D1CE4E5B9ull;
-  z ^= z >> 27;
-  z *= 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  const double u = static_cast<double>(z >> 40) * std::ldexp(1.0, -24) * 2 - 1;
-  return static_cast<float>(u * amp);
-}
-
+// SYNTH.md's float32 weights (model/synth.h), rounded to bf16 by ConvertRowBf16, reproduce mini-bf16.gguf.
 TEST(Quantize, Bf16ConversionReproducesSynthCheckpoint) {
   EXPECT_EQ(Fnv1a64("model.norm.weight"), 0xd6d6e5afd11604e4ull);
-  EXPECT_FLOAT_EQ(SynthWeight(Fnv1a64("model.norm.weight"), 1, 0, 0.5), -0.14862537f);
+  EXPECT_FLOAT_EQ(SynthValue(Fnv1a64("model.norm.weight"), 1, 0, 0.5), -0.14862537f);
 
   GgufFile f = test::OpenMiniGguf("bf16");
   constexpr uint64_t kSeed = 3;
@@ -221,7 +203,7 @@ TEST(Quantize, Bf16ConversionReproducesSynthCheckpoint) {
     ASSERT_NE(t, nullptr);
     const uint64_t h = Fnv1a64(c.hf);
     std::vector<float> w(t->n_elements);
-    for (uint64_t i = 0; i < t->n_elements; ++i) w[i] = SynthWeight(h, kSeed, i, c.amp);
+    for (uint64_t i = 0; i < t->n_elements; ++i) w[i] = SynthValue(h, kSeed, i, c.amp);
     std::vector<uint16_t> bf16(w.size());
     ConvertRowBf16(w.data(), w.size(), bf16.data());
     if (t->ggml_type == ggml_type::kBF16) {

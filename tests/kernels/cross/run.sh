@@ -28,7 +28,7 @@ for arch in ${@:-aarch64 aarch64-dotprod armv7}; do
   fi
   $cxx "${common[@]}" -static -pthread -o "$dir/kernels_tests" \
     "$root"/src/kernels/*.cpp "$root"/src/util/tensor.cpp "$root"/src/util/float_types.cpp \
-    "$root"/src/util/status.cpp "$root"/tests/kernels/*_test.cpp "$root/tests/kernels/cross/hwy_static_stubs.cpp" \
+    "$root"/src/util/status.cpp "$root"/tests/kernels/*_test.cpp "$root/cmake/hwy_static_stubs.cpp" \
     "$dir/gtest.a"
   echo "== $arch"
   $qemu "$dir/kernels_tests"
