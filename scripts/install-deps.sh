@@ -9,7 +9,10 @@ packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libhw
 in_ci=0
 [ "${CI:-}" = true ] && in_ci=1
 if [ "${FGEMMA_CROSS:-$in_ci}" = 1 ]; then
-  packages+=(g++-i686-linux-gnu g++-arm-linux-gnueabihf g++-aarch64-linux-gnu qemu-user googletest)
+  # The C libraries of the cross compilers are only Recommends (installed with --no-install-recommends
+  # below), so they are named here.
+  packages+=(g++-i686-linux-gnu g++-arm-linux-gnueabihf g++-aarch64-linux-gnu qemu-user googletest
+             libc6-dev-i386-cross libc6-dev-armhf-cross libc6-dev-arm64-cross)
 fi
 if [ "${FGEMMA_FUZZ:-$in_ci}" = 1 ]; then
   packages+=(clang-14 libclang-rt-14-dev)
