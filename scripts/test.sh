@@ -4,8 +4,9 @@
 # CI, CI=true) the cross stage, the fuzz stage and the valgrind stage.
 # Switches (1 = run, 0 = skip):
 #   FGEMMA_SKIP_ASAN=1     skips the sanitizer pass (for quick local runs)
-#   FGEMMA_CROSS           i386 + armhf + aarch64 builds and goldens (scripts/cross-test.sh), and the
-#                          32-bit 270m process test (scripts/test-32bit-270m.sh); default: $CI
+#   FGEMMA_CROSS           cross builds and goldens (scripts/cross-test.sh $FGEMMA_CROSS_ARCHS, default
+#                          "i386-sse4 armhf aarch64": one i386 build serves the goldens and the 32-bit
+#                          270m process test, scripts/test-32bit-270m.sh); default: $CI
 #   FGEMMA_FUZZ            every libFuzzer target for FGEMMA_FUZZ_SECONDS (default 20) each
 #                          (scripts/fuzz.sh); default: $CI
 #   FGEMMA_VALGRIND        valgrind memcheck on the C API test binaries (fgemma_capi_*) when they
@@ -37,7 +38,8 @@ if [ "${FGEMMA_VALGRIND:-$in_ci}" = 1 ]; then
 fi
 if [ "${FGEMMA_CROSS:-$in_ci}" = 1 ]; then
   stage cross
-  scripts/cross-test.sh i386 armhf aarch64
+  # shellcheck disable=SC2086
+  scripts/cross-test.sh ${FGEMMA_CROSS_ARCHS:-i386-sse4 armhf aarch64}
   stage 32bit-270m
   scripts/test-32bit-270m.sh
 fi
