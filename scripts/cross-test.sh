@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Cross builds for 32-bit x86 and Arm, tested natively (i386) or under qemu-user (Arm):
-#   scripts/cross-test.sh [i386|armhf|armhf-noneon|aarch64 ...]     (default: i386 armhf aarch64)
+#   scripts/cross-test.sh [i386|i386-sse4|armhf|armhf-noneon|aarch64 ...]   (default: i386 armhf aarch64)
+# (i386-sse4 is the build scripts/test-32bit-270m.sh uses; CI tests that one to build i386 once.)
 # Each builds the engine, the CLI and the core, tokenizer and chat test binaries with
 # cmake/toolchains/<arch>.cmake (static executables; dependencies from cmake/CrossDeps.cmake) in
 # build/cross-<arch>, then runs the goldens that matter: tiny (every layer and logit), mini and the
@@ -22,7 +23,7 @@ qemu_filter='-*Cli*:*CLI*'
 failed=()
 for arch in "${archs[@]}"; do
   case "$arch" in
-    i386) run=() ; filter='*' ;;
+    i386|i386-sse4) run=() ; filter='*' ;;
     armhf|armhf-noneon) run=(qemu-arm) ; filter="$qemu_filter" ;;
     aarch64) run=(qemu-aarch64) ; filter="$qemu_filter" ;;
     *) echo "unknown arch $arch" >&2; exit 2 ;;
@@ -30,7 +31,7 @@ for arch in "${archs[@]}"; do
   dir="build/cross-$arch"
   echo "== $arch: configure + build ($dir)"
   cmake -S . -B "$dir" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/$arch.cmake" \
-    -DCMAKE_BUILD_TYPE=Release -DFGEMMA_SHARED_DIR="$shared" -DFGEMMA_BUILD_BENCH=OFF >/dev/null
+    -DCMAKE_BUILD_TYPE=Release -DFGEMMA_SHARED_DIR="$shared" -DFGEMMA_BUILD_TESTS=ON -DFGEMMA_BUILD_BENCH=OFF >/dev/null
   cmake --build "$dir" -j "$jobs" --target fgemma fgemma_core_tests fgemma_tokenizer_tests fgemma_chat_tests
   for t in core tokenizer chat; do
     echo "== $arch: $t tests"

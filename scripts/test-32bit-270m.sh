@@ -12,7 +12,7 @@ root="$PWD"
 dir="build/cross-i386-sse4"
 if [ ! -f "$dir/build.ninja" ]; then
   cmake -S . -B "$dir" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/i386-sse4.cmake" \
-    -DCMAKE_BUILD_TYPE=Release -DFGEMMA_BUILD_TESTS=OFF -DFGEMMA_BUILD_BENCH=OFF >/dev/null
+    -DCMAKE_BUILD_TYPE=Release -DFGEMMA_BUILD_BENCH=OFF >/dev/null
 fi
 cmake --build "$dir" -j "${FGEMMA_JOBS:-2}" --target fgemma
 cli="$dir/tools/fgemma"

@@ -6,10 +6,9 @@
 # 2-core CI run past its time budget.
 # Switches (1 = run, 0 = skip):
 #   FGEMMA_SKIP_ASAN=1     skips the sanitizer pass (for quick local runs)
-#   FGEMMA_CROSS           cross builds and goldens (scripts/cross-test.sh) for FGEMMA_CROSS_ARCHS
-#                          (default in CI: i386, native; add "armhf aarch64" for qemu runs, which
-#                          roughly double the CI time), and the 32-bit 270m process test
-#                          (scripts/test-32bit-270m.sh); default: off
+#   FGEMMA_CROSS           cross builds and goldens (scripts/cross-test.sh $FGEMMA_CROSS_ARCHS, default
+#                          "i386-sse4 armhf aarch64": one i386 build serves the goldens and the 32-bit
+#                          270m process test, scripts/test-32bit-270m.sh); default: off
 #   FGEMMA_FUZZ            every libFuzzer target for FGEMMA_FUZZ_SECONDS (default 10) each
 #                          (scripts/fuzz.sh); default: off
 #   FGEMMA_VALGRIND        valgrind memcheck on the C API test binaries (fgemma_capi_*) when they
@@ -44,7 +43,7 @@ fi
 if [ "${FGEMMA_CROSS:-0}" = 1 ]; then
   stage cross
   # shellcheck disable=SC2086
-  scripts/cross-test.sh ${FGEMMA_CROSS_ARCHS:-i386}
+  scripts/cross-test.sh ${FGEMMA_CROSS_ARCHS:-i386-sse4 armhf aarch64}
   stage 32bit-270m
   scripts/test-32bit-270m.sh
 fi
