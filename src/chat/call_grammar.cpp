@@ -247,6 +247,13 @@ bool CallMatcher::NarrowChoice(const std::vector<std::string>& names, Frame& f, 
   return true;
 }
 
+bool CallMatcher::FitsWholeCharacter(const Frame& f, int s, uint32_t cap) {
+  // A lead byte needing k continuation bytes must fit them under the cap too; otherwise a capped
+  // text could end in half a character, and then neither a byte nor the closing symbol is allowed.
+  const uint32_t need = f.utf8_need > 0 ? 0 : s >= 0xF0 ? 3 : s >= 0xE0 ? 2 : s >= 0xC0 ? 1 : 0;
+  return f.count + 1 + need <= cap;
+}
+
 bool CallMatcher::TextByte(Frame& f, uint8_t b) {
   if (f.utf8_need > 0) {
     if (b < f.utf8_lo || b > f.utf8_hi) return false;
@@ -316,7 +323,9 @@ CallMatcher::Step CallMatcher::FeedTop(Frame& f, int s) {
         f.phase = kTopDone;
         return Step::kAccept;
       }
-      if (s >= 256 || f.count >= lim.max_text_bytes || !TextByte(f, static_cast<uint8_t>(s))) return Step::kReject;
+      if (s >= 256 || !FitsWholeCharacter(f, s, lim.max_text_bytes) || !TextByte(f, static_cast<uint8_t>(s))) {
+        return Step::kReject;
+      }
       ++f.count;
       return Step::kAccept;
     case kTopCallLiteral:
@@ -442,10 +451,9 @@ CallMatcher::Step CallMatcher::FeedString(Frame& f, int s) {
   }
   if (s == kSymEscape) return f.utf8_need == 0 ? Step::kAcceptPop : Step::kReject;
   if (s >= 256) return Step::kReject;
-  // Room for the whole character: a lead byte needing k more bytes must fit them under the cap.
-  const uint32_t need = s >= 0xF0 ? 3 : s >= 0xE0 ? 2 : s >= 0xC0 ? 1 : 0;
-  if (f.utf8_need == 0 && f.count + 1 + need > g_->limits().max_string_bytes) return Step::kReject;
-  if (!TextByte(f, static_cast<uint8_t>(s))) return Step::kReject;
+  if (!FitsWholeCharacter(f, s, g_->limits().max_string_bytes) || !TextByte(f, static_cast<uint8_t>(s))) {
+    return Step::kReject;
+  }
   ++f.count;
   return Step::kAccept;
 }

@@ -155,6 +155,8 @@ class CallMatcher {
   bool Push(const Frame& f);
   // Narrows [lo, hi) of `names` to those whose byte `depth` is `b`.
   static bool NarrowChoice(const std::vector<std::string>& names, Frame& f, uint8_t b);
+  // Whether byte `s` and the rest of the character it starts stay within `cap` bytes.
+  static bool FitsWholeCharacter(const Frame& f, int s, uint32_t cap);
   // Byte of plain UTF-8 text; tracks validity and forbids spelling "<escape>".
   static bool TextByte(Frame& f, uint8_t b);
 

@@ -74,7 +74,8 @@ inline void RunRandomCatalogs(size_t count, uint32_t seed) {
     CallGenerator cg(w.vocab, grammar.value(), w.model->config().vocab_size);
     std::vector<int32_t> out;
     session->Reset();
-    ASSERT_TRUE(cg.Generate(*session, ids, ConstrainedOptions{}, &out, nullptr).ok());
+    const Status st = cg.Generate(*session, ids, ConstrainedOptions{}, &out, nullptr);
+    ASSERT_TRUE(st.ok()) << "catalog " << i << ": " << st.ToString() << "\noutput so far: " << w.tokenizer.Decode(out).value() << "\n" << tools_json.dump();
     ASSERT_TRUE(cg.finished()) << "catalog " << i << " did not finish within the token cap";
     const std::string text = w.tokenizer.Decode(out).value();
     const ParsedOutput parsed = ParseModelOutput(text, req.tools);

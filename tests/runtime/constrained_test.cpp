@@ -74,6 +74,34 @@ TEST(CallGrammar, AcceptsFormattedCallsAndRejectsViolations) {
   EXPECT_FALSE(CallGrammar::Compile(tools.value(), ToolChoice{ToolChoiceMode::kFunction, "nope"}).ok());
 }
 
+// At the byte cap a text or string may not start a character it has no room to finish: otherwise no
+// byte and no closing symbol would be allowed (found by the 200-catalog test: free text ending in 0xE4).
+TEST(CallGrammar, CappedTextNeverEndsInHalfACharacter) {
+  auto tools = ParseTools(OrderedJson::parse(R"([{"type":"function","function":{"name":"note","description":"d",
+    "parameters":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}}])"));
+  ASSERT_TRUE(tools.ok()) << tools.status().ToString();
+  GrammarLimits limits;
+  limits.max_text_bytes = 6;
+  limits.max_string_bytes = 6;
+  auto g = CallGrammar::Compile(tools.value(), ToolChoice{}, limits).value();
+  for (const std::string lead : {"\xC3", "\xE4", "\xF0"}) {
+    const size_t len = lead == "\xC3" ? 2 : lead == "\xE4" ? 3 : 4;
+    for (size_t used = 0; used < 6; ++used) {
+      const bool fits = used + len <= 6;
+      CallMatcher text(&g);
+      ASSERT_TRUE(text.FeedBytes(std::string(used, 'a')));
+      EXPECT_EQ(CallMatcher(text).FeedBytes(lead), fits) << "text, " << used << " bytes used, lead " << len;
+      CallMatcher str(&g);
+      ASSERT_TRUE(FeedText(str, "<start_function_call>call:note{text:<escape>" + std::string(used, 'a')));
+      EXPECT_EQ(CallMatcher(str).FeedBytes(lead), fits) << "string, " << used << " bytes used, lead " << len;
+    }
+  }
+  CallMatcher full(&g);
+  ASSERT_TRUE(full.FeedBytes("ab\xE4\xB8\x80" "c"));  // 6 bytes: "ab一c"
+  EXPECT_FALSE(CallMatcher(full).FeedBytes("d"));
+  EXPECT_TRUE(full.Feed(kSymEndOfTurn));
+}
+
 TEST(ConstrainedDecoding, RandomCatalogsAlwaysParseAndValidate) { test::RunRandomCatalogs(24, 7); }
 
 TEST(ConstrainedDecoding, RestrictedHeadAndJumpForwardChangeNothing) {
