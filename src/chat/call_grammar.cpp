@@ -25,9 +25,6 @@ bool IsDigit(int s) { return s >= '0' && s <= '9'; }
 bool IsKeyByte(int s) {
   return (s >= 'a' && s <= 'z') || (s >= 'A' && s <= 'Z') || IsDigit(s) || s == '_' || s == '-' || s == '.';
 }
-bool NumberComplete(uint8_t phase) {
-  return phase == kNumZero || phase == kNumInt || phase == kNumFrac || phase == kNumExp;
-}
 
 }  // namespace
 

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "kernels/matmul.h"
+#include "kernels/attention.h"
 #include "kernels/ops.h"
 #include "kernels/vec.h"
 
@@ -71,7 +72,8 @@ Result<std::unique_ptr<Gemma3Forward>> Gemma3Forward::Create(const Model& model,
   }
   // A query sees at most `context` keys on a global layer (window + batch on a sliding one).
   f->scores_stride_ = std::max(f->context_, W + B);
-  f->scores_ = FloatBuffer(static_cast<size_t>(std::max(1, num_threads)) * f->scores_stride_);
+  const size_t group = static_cast<size_t>(c.num_heads / c.num_kv_heads);
+  f->scores_ = FloatBuffer(static_cast<size_t>(std::max(1, num_threads)) * group * f->scores_stride_);
 
   size_t packed = 0;
   for (int l = 0; l < c.num_layers; ++l) {
@@ -144,58 +146,101 @@ Status Gemma3Forward::ZeroState(size_t n) {
   return Status::Ok();
 }
 
-void Gemma3Forward::MatMulParallel(const TensorView& w, const float* x, size_t n, size_t x_stride, float* y,
-                                   size_t y_stride, ThreadPool& pool) {
+void Gemma3Forward::MatMulParallel(std::initializer_list<Projection> projections, const float* x, size_t n,
+                                   size_t x_stride, ThreadPool& pool) {
+  const TensorView& first = *projections.begin()->w;
+  bool same_input_format = true;
+  size_t total_rows = 0;
+  for (const Projection& p : projections) {
+    same_input_format &= p.w->dtype == first.dtype && p.w->cols == first.cols;
+    total_rows += p.w->rows;
+  }
+  if (!same_input_format) {  // mixed weight types (some GGUF files): one dispatch each
+    for (const Projection& p : projections) MatMulParallel({p}, x, n, x_stride, pool);
+    return;
+  }
   Activations a;
   a.data = x;
   a.stride = x_stride;
   a.num_tokens = n;
-  if (PackedActivationBytes(w.dtype, w.cols, n) > 0) PackActivations(w.dtype, w.cols, &a, packed_.data());
+  if (PackedActivationBytes(first.dtype, first.cols, n) > 0) PackActivations(first.dtype, first.cols, &a, packed_.data());
   // ~4 slices per thread balance uneven progress; 16-row multiples suit every kernel's tiling.
   const size_t threads = static_cast<size_t>(pool.num_threads());
-  size_t block = (w.rows + threads * 4 - 1) / (threads * 4);
+  size_t block = (total_rows + threads * 4 - 1) / (threads * 4);
   block = std::max<size_t>(16, (block + 15) / 16 * 16);
-  const size_t tasks = (w.rows + block - 1) / block;
+  // Slices never straddle two weights: each weight is cut into ceil(rows / block) slices.
+  size_t tasks = 0;
+  for (const Projection& p : projections) tasks += (p.w->rows + block - 1) / block;
   pool.Run(tasks, [&](size_t task, int) {
-    const size_t r0 = task * block;
-    MatMul(w, a, y, y_stride, r0, std::min(w.rows, r0 + block));
+    for (const Projection& p : projections) {
+      const size_t slices = (p.w->rows + block - 1) / block;
+      if (task < slices) {
+        const size_t r0 = task * block;
+        MatMul(*p.w, a, p.y, p.y_stride, r0, std::min(p.w->rows, r0 + block));
+        return;
+      }
+      task -= slices;
+    }
   });
 }
 
 void Gemma3Forward::Attention(int layer, size_t n, size_t start, ThreadPool& pool) {
   const LayerKvCache& lc = cache_[static_cast<size_t>(layer)];
   const size_t Q = static_cast<size_t>(cfg_.q_dim()), KV = static_cast<size_t>(cfg_.kv_dim()),
-               hd = static_cast<size_t>(cfg_.head_dim), heads = static_cast<size_t>(cfg_.num_heads),
-               group = heads / static_cast<size_t>(cfg_.num_kv_heads), W = static_cast<size_t>(cfg_.sliding_window);
+               hd = static_cast<size_t>(cfg_.head_dim), kv_heads = static_cast<size_t>(cfg_.num_kv_heads),
+               group = static_cast<size_t>(cfg_.num_heads) / kv_heads, W = static_cast<size_t>(cfg_.sliding_window);
   const bool sliding = lc.kind == LayerKind::kSliding;
   const float softcap = cfg_.attn_logit_softcap;
+  // A task is one position and a run of query heads sharing a KV head: the whole group (each key
+  // and value row read once for all of them) unless that leaves threads idle (decode).
+  const size_t threads = static_cast<size_t>(pool.num_threads());
+  size_t split = 1;
+  while (split < group && n * kv_heads * split < threads && group % (split * 2) == 0) split *= 2;
+  size_t heads_per_task = group / split;  // the largest divisor of the group that the kernel takes
+  while (heads_per_task > kMaxAttentionGroup || group % heads_per_task != 0) --heads_per_task;
+  const size_t tasks_per_kv = group / heads_per_task;
 
-  pool.Run(n * heads, [&](size_t task, int thread) {
-    const size_t t = task / heads, h = task % heads, kvh = h / group;
+  pool.Run(n * kv_heads * tasks_per_kv, [&](size_t task, int thread) {
+    const size_t t = task / (kv_heads * tasks_per_kv), rest = task % (kv_heads * tasks_per_kv);
+    const size_t kvh = rest / tasks_per_kv, h0 = kvh * group + (rest % tasks_per_kv) * heads_per_task;
     const size_t pos = start + t;
     const size_t lo = sliding && pos + 1 > W ? pos + 1 - W : 0;
-    // Key/value row of position j: chunk rows come from this call's projections (a sliding ring
-    // may already have been overwritten by later chunk positions), earlier ones from the cache.
-    auto key = [&](size_t j) -> const float* {
-      if (sliding && j >= start) return k_.data() + (j - start) * KV + kvh * hd;
-      return lc.keys.data() + (sliding ? j % lc.rows : j) * KV + kvh * hd;
-    };
-    auto value = [&](size_t j) -> const float* {
-      if (sliding && j >= start) return v_.data() + (j - start) * KV + kvh * hd;
-      return lc.values.data() + (sliding ? j % lc.rows : j) * KV + kvh * hd;
-    };
-    const float* q = q_.data() + t * Q + h * hd;
-    float* scores = scores_.data() + static_cast<size_t>(thread) * scores_stride_;
     const size_t count = pos + 1 - lo;
-    for (size_t j = 0; j < count; ++j) {
-      float s = Dot(q, key(lo + j), hd);
-      if (softcap > 0) s = softcap * std::tanh(s / softcap);
-      scores[j] = s;
+    // Keys/values of positions [lo, pos] as contiguous runs. Global layers: cache rows = positions
+    // (this chunk's rows were stored before attending). Sliding layers: positions before the chunk
+    // from the ring (row = position % rows, wrapping at most once), the chunk's own from k_/v_ (the
+    // ring may already be overwritten by later chunk positions).
+    KvRun keys[3], values[3];
+    size_t runs = 0;
+    auto add = [&](const float* k, const float* v, size_t rows) {
+      if (rows == 0) return;
+      keys[runs] = {k + kvh * hd, rows};
+      values[runs] = {v + kvh * hd, rows};
+      ++runs;
+    };
+    if (!sliding) {
+      add(lc.keys.data() + lo * KV, lc.values.data() + lo * KV, count);
+    } else {
+      const size_t cached_end = std::min(start, pos + 1);
+      for (size_t j = lo; j < cached_end;) {
+        const size_t row = j % lc.rows, len = std::min(cached_end - j, lc.rows - row);
+        add(lc.keys.data() + row * KV, lc.values.data() + row * KV, len);
+        j += len;
+      }
+      const size_t first = std::max(lo, start);
+      add(k_.data() + (first - start) * KV, v_.data() + (first - start) * KV, pos + 1 - first);
     }
-    Softmax(scores, count);
-    float* out = attn_.data() + t * Q + h * hd;
-    std::memset(out, 0, hd * sizeof(float));
-    for (size_t j = 0; j < count; ++j) AddScaled(out, value(lo + j), scores[j], hd);
+    const float* q = q_.data() + t * Q + h0 * hd;
+    float* scores = scores_.data() + static_cast<size_t>(thread) * group * scores_stride_;
+    AttentionScores(q, hd, heads_per_task, keys, runs, KV, hd, scores, scores_stride_);
+    for (size_t g = 0; g < heads_per_task; ++g) {
+      float* sg = scores + g * scores_stride_;
+      if (softcap > 0) {
+        for (size_t j = 0; j < count; ++j) sg[j] = softcap * std::tanh(sg[j] / softcap);
+      }
+      Softmax(sg, count);
+    }
+    AttentionMix(scores, scores_stride_, heads_per_task, values, runs, KV, hd, attn_.data() + t * Q + h0 * hd, hd);
   });
 }
 
@@ -230,9 +275,8 @@ void Gemma3Forward::Run(std::span<const int32_t> tokens, size_t start, ThreadPoo
     // 3. Attention block input: xn = input_norm(x).
     for (size_t t = 0; t < n; ++t) RmsNorm(x_.data() + t * H, L.input_norm.data(), eps, H, xn_.data() + t * H);
     // 4. Projections: q[n, Q], k[n, KV], v[n, KV].
-    MatMulParallel(L.q_proj, xn_.data(), n, H, q_.data(), Q, pool);
-    MatMulParallel(L.k_proj, xn_.data(), n, H, k_.data(), KV, pool);
-    MatMulParallel(L.v_proj, xn_.data(), n, H, v_.data(), KV, pool);
+    MatMulParallel({{&L.q_proj, q_.data(), Q}, {&L.k_proj, k_.data(), KV}, {&L.v_proj, v_.data(), KV}}, xn_.data(), n,
+                   H, pool);
     // 5. Per-head q/k RMSNorm, RoPE, and the query scale.
     for (size_t t = 0; t < n; ++t) {
       const float* cs = rope_cos_[kind].data() + t * half;
@@ -266,7 +310,7 @@ void Gemma3Forward::Run(std::span<const int32_t> tokens, size_t start, ThreadPoo
       }
     }
     // 9. Output projection, post-attention norm, residual: x += post_attn_norm(o_proj(attn)).
-    MatMulParallel(L.o_proj, attn_.data(), n, Q, proj_.data(), H, pool);
+    MatMulParallel({{&L.o_proj, proj_.data(), H}}, attn_.data(), n, Q, pool);
     for (size_t t = 0; t < n; ++t) {
       float* p = proj_.data() + t * H;
       RmsNorm(p, L.post_attn_norm.data(), eps, H, p);
@@ -274,10 +318,9 @@ void Gemma3Forward::Run(std::span<const int32_t> tokens, size_t start, ThreadPoo
     }
     // 10. MLP: xn = pre_ffn_norm(x); gate/up [n, I]; down(gelu_tanh(gate) * up) -> proj [n, H].
     for (size_t t = 0; t < n; ++t) RmsNorm(x_.data() + t * H, L.pre_ffn_norm.data(), eps, H, xn_.data() + t * H);
-    MatMulParallel(L.gate_proj, xn_.data(), n, H, gate_.data(), I, pool);
-    MatMulParallel(L.up_proj, xn_.data(), n, H, up_.data(), I, pool);
+    MatMulParallel({{&L.gate_proj, gate_.data(), I}, {&L.up_proj, up_.data(), I}}, xn_.data(), n, H, pool);
     for (size_t t = 0; t < n; ++t) GeluTanhMul(gate_.data() + t * I, up_.data() + t * I, I);
-    MatMulParallel(L.down_proj, gate_.data(), n, I, proj_.data(), H, pool);
+    MatMulParallel({{&L.down_proj, proj_.data(), H}}, gate_.data(), n, I, pool);
     // 11. Post-FFN norm and residual: x += post_ffn_norm(mlp).
     for (size_t t = 0; t < n; ++t) {
       float* p = proj_.data() + t * H;

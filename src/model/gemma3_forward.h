@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <initializer_list>
 #include <vector>
 
 #include "model/model.h"
@@ -77,7 +78,14 @@ class Gemma3Forward {
 
  private:
   Gemma3Forward(const Model& model) : model_(model), cfg_(model.config()) {}
-  void MatMulParallel(const TensorView& w, const float* x, size_t n, size_t x_stride, float* y, size_t y_stride,
+  // y = x W^T for one or more weights that read the same input (q/k/v; gate/up): the input is
+  // packed once and the rows of all of them are split across the pool in one dispatch.
+  struct Projection {
+    const TensorView* w;
+    float* y;
+    size_t y_stride;
+  };
+  void MatMulParallel(std::initializer_list<Projection> projections, const float* x, size_t n, size_t x_stride,
                       ThreadPool& pool);
   void Attention(int layer, size_t n, size_t start, ThreadPool& pool);
 

@@ -1,0 +1,112 @@
+// attention.h kernels on every SIMD target against the scalar (double-accumulated) references:
+// groups of 1-8 query heads, head sizes with and without vector tails, keys split into up to three
+// runs, strides wider than a head and misaligned pointers. Tolerance: the float32 summation bound
+// (n + 8) * 2^-24 * sum |terms| for each output.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+
+namespace fgemma {
+namespace {
+
+class AttentionKernelTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { ASSERT_TRUE(SetKernelTarget(GetParam())); }
+  void TearDown() override { SetKernelTarget(""); }
+};
+
+std::vector<float> Random(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& f : v) f = normal(rng);
+  return v;
+}
+
+struct Case {
+  size_t groups, head_dim, kv_stride;
+  std::vector<size_t> run_lengths;
+};
+
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  for (size_t groups : {1, 2, 3, 4, 5, 8}) {
+    for (size_t hd : {1, 7, 16, 33, 64, 100, 256}) {
+      for (const std::vector<size_t>& runs : std::vector<std::vector<size_t>>{{1}, {5}, {37}, {3, 0, 9}, {20, 13, 1}}) {
+        cases.push_back({groups, hd, hd * 2 + 1, runs});
+      }
+    }
+  }
+  return cases;
+}
+
+TEST_P(AttentionKernelTest, ScoresAndMixMatchTheReference) {
+  std::mt19937 rng(17);
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE("groups " + std::to_string(c.groups) + " head_dim " + std::to_string(c.head_dim) + " runs " +
+                 std::to_string(c.run_lengths.size()));
+    size_t total = 0;
+    for (size_t len : c.run_lengths) total += len;
+    // One key/value pool; each run starts at its own misaligned offset in it.
+    std::vector<float> pool_k = Random(total * c.kv_stride + 64, rng), pool_v = Random(total * c.kv_stride + 64, rng);
+    std::vector<KvRun> keys, values;
+    size_t at = 1;
+    for (size_t len : c.run_lengths) {
+      keys.push_back({pool_k.data() + at, len});
+      values.push_back({pool_v.data() + at, len});
+      at += len * c.kv_stride + 3;
+    }
+    const size_t q_stride = c.head_dim + 3, s_stride = total + 5;
+    const std::vector<float> q = Random(c.groups * q_stride + 1, rng);
+    std::vector<float> got(c.groups * s_stride + 1, -7.0f), want(got);
+    AttentionScores(q.data() + 1, q_stride, c.groups, keys.data(), keys.size(), c.kv_stride, c.head_dim, got.data(),
+                    s_stride);
+    AttentionScoresReference(q.data() + 1, q_stride, c.groups, keys.data(), keys.size(), c.kv_stride, c.head_dim,
+                             want.data(), s_stride);
+    for (size_t g = 0; g < c.groups; ++g) {
+      size_t j = 0;
+      for (const KvRun& run : keys) {
+        for (size_t r = 0; r < run.count; ++r, ++j) {
+          double abs_sum = 0;
+          for (size_t t = 0; t < c.head_dim; ++t) abs_sum += std::fabs(q[1 + g * q_stride + t] * run.rows[r * c.kv_stride + t]);
+          EXPECT_NEAR(got[g * s_stride + j], want[g * s_stride + j], (c.head_dim + 8) * abs_sum / (1 << 24) + 1e-30)
+              << "g " << g << " key " << j;
+        }
+      }
+      for (size_t j2 = total; j2 < s_stride; ++j2) EXPECT_EQ(got[g * s_stride + j2], -7.0f) << "wrote past the keys";
+    }
+
+    // Mix with probabilities (any weights work; softmax output is the real input).
+    const std::vector<float> p = Random(c.groups * s_stride, rng);
+    const size_t o_stride = c.head_dim + 2;
+    std::vector<float> out(c.groups * o_stride + 1, -7.0f), ref(out);
+    AttentionMix(p.data(), s_stride, c.groups, values.data(), values.size(), c.kv_stride, c.head_dim, out.data() + 1,
+                 o_stride);
+    AttentionMixReference(p.data(), s_stride, c.groups, values.data(), values.size(), c.kv_stride, c.head_dim,
+                          ref.data() + 1, o_stride);
+    EXPECT_EQ(out[0], -7.0f);
+    for (size_t g = 0; g < c.groups; ++g) {
+      for (size_t t = 0; t < c.head_dim; ++t) {
+        double abs_sum = 0;
+        size_t j = 0;
+        for (const KvRun& run : values)
+          for (size_t r = 0; r < run.count; ++r, ++j) abs_sum += std::fabs(p[g * s_stride + j] * run.rows[r * c.kv_stride + t]);
+        EXPECT_NEAR(out[1 + g * o_stride + t], ref[1 + g * o_stride + t], (total + 8) * abs_sum / (1 << 24) + 1e-30)
+            << "g " << g << " column " << t;
+      }
+      for (size_t t = c.head_dim; t < o_stride && g + 1 < c.groups; ++t)
+        EXPECT_EQ(out[1 + g * o_stride + t], -7.0f) << "wrote between heads";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, AttentionKernelTest, ::testing::ValuesIn(KernelTargets()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace fgemma
