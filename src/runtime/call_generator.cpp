@@ -41,21 +41,31 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
       continue;
     }
     // One head step. The allowed set is either the next forced token or the grammar's choice.
+    const ConstraintVocab::TextSet* text = nullptr;
     if (!forced_.empty()) {
       allowed_.assign(1, forced_[forced_next++]);
     } else {
-      vocab_.Allowed(matcher_, scratch_, &allowed_);
-      if (allowed_.empty()) return Internal("grammar allows no token (constraint compiler bug)");
+      vocab_.Allowed(matcher_, scratch_, &allowed_, &text);
+      if (allowed_.empty() && (text == nullptr || text->count == 0))
+        return Internal("grammar allows no token (constraint compiler bug)");
     }
+    const size_t allowed_count = allowed_.size() + (text ? text->count : 0);
     HeadRequest head;
     head.index = pending_.size() - 1;
-    const bool restrict = opt.restricted_head && allowed_.size() <= opt.restricted_max;
+    const bool restrict = opt.restricted_head && allowed_count <= opt.restricted_max;
+    if (restrict && text != nullptr) {  // a small vocabulary: list the free-text set's ids too
+      for (size_t w = 0; w < text->mask.size(); ++w) {
+        for (uint64_t bits = text->mask[w]; bits != 0; bits &= bits - 1)
+          allowed_.push_back(static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits))));
+      }
+    }
     if (restrict) {
       head.candidates = allowed_;
       st.head_rows += allowed_.size();
       ++st.restricted_steps;
     } else {
       std::fill(mask_.begin(), mask_.end(), 0);
+      if (text != nullptr) std::copy_n(text->mask.begin(), std::min(text->mask.size(), mask_.size()), mask_.begin());
       for (int32_t id : allowed_) mask_[static_cast<uint32_t>(id) >> 6] |= 1ull << (id & 63);
       head.allowed_mask = mask_.data();
       st.head_rows += static_cast<size_t>(session.model().config().vocab_size);

@@ -59,17 +59,35 @@ ConstraintVocab::Scratch ConstraintVocab::NewScratch(const CallMatcher& prototyp
   return s;
 }
 
-void ConstraintVocab::Allowed(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out) const {
+void ConstraintVocab::Allowed(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out,
+                              const TextSet** text) const {
+  *text = nullptr;
   uint32_t key = 0, room = 0;
   if (state.TextState(&key, &room) && room >= max_len_) {
-    // With room for the longest token, acceptance depends only on the text state: search once.
-    auto it = std::find_if(scratch.text_sets.begin(), scratch.text_sets.end(), [&](const auto& e) { return e.first == key; });
-    if (it == scratch.text_sets.end()) {
-      scratch.text_sets.emplace_back(key, std::vector<int32_t>());
-      Search(state, scratch, &scratch.text_sets.back().second);
-      it = scratch.text_sets.end() - 1;
+    // With room for the longest token, acceptance depends only on the text state.
+    {
+      std::lock_guard<std::mutex> lock(text_sets_->mu);
+      for (const auto& [k, set] : text_sets_->sets) {
+        if (k == key) *text = set.get();
+      }
     }
-    out->assign(it->second.begin(), it->second.end());
+    if (*text == nullptr) {
+      // Searched outside the lock; a concurrent search of the same state yields the same set.
+      Search(state, scratch, out);
+      auto set = std::make_unique<TextSet>();
+      set->mask.assign((bytes_.size() + 63) / 64, 0);
+      for (int32_t id : *out) set->mask[static_cast<uint32_t>(id) >> 6] |= 1ull << (id & 63);
+      set->count = out->size();
+      std::lock_guard<std::mutex> lock(text_sets_->mu);
+      for (const auto& [k, existing] : text_sets_->sets) {
+        if (k == key) *text = existing.get();
+      }
+      if (*text == nullptr) {
+        *text = set.get();
+        text_sets_->sets.emplace_back(key, std::move(set));
+      }
+    }
+    out->clear();
   } else {
     Search(state, scratch, out);
   }

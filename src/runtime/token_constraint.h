@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,16 +22,23 @@ class ConstraintVocab {
  public:
   static Result<ConstraintVocab> Build(const Tokenizer& tokenizer);
 
-  // Fills `out` (cleared first) with every token id the matcher accepts next (in no particular
-  // order). `scratch` must come from NewScratch() and is reused across calls.
   struct Scratch {
     std::vector<CallMatcher> states;  // matcher after 0..max_len bytes of the current entry
-    // Ordinary tokens accepted in free text, by text state (see CallMatcher::TextState): inside a
-    // string or a text answer nearly every token is allowed, and the set depends only on that state.
-    std::vector<std::pair<uint32_t, std::vector<int32_t>>> text_sets;
   };
   Scratch NewScratch(const CallMatcher& prototype) const;
-  void Allowed(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out) const;
+
+  // Ordinary tokens accepted in free text (inside a string or a text answer, with room for the
+  // longest token): nearly the whole vocabulary, and the same set for every grammar and request in
+  // the same text state (CallMatcher::TextState), so it is computed once per state and shared by all
+  // generators and threads, as a bitmask over token ids.
+  struct TextSet {
+    std::vector<uint64_t> mask;
+    size_t count = 0;
+  };
+  // The tokens the matcher accepts next. Either `*text` is set to a shared free-text set and `out`
+  // (cleared first) gets the accepted control tokens only, or `*text` is null and `out` gets every
+  // accepted token id (in no particular order). `scratch` must come from NewScratch().
+  void Allowed(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out, const TextSet** text) const;
   // The search itself, over every ordinary token (Allowed adds control tokens and caching).
   void Search(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out) const;
 
@@ -50,6 +59,11 @@ class ConstraintVocab {
   std::vector<int32_t> order_;           // byte-token ids sorted by bytes
   std::vector<uint16_t> lcp_;            // common prefix with the previous entry in order_
   size_t max_len_ = 0;
+  struct TextSetCache {
+    std::mutex mu;
+    std::vector<std::pair<uint32_t, std::unique_ptr<const TextSet>>> sets;  // never shrinks
+  };
+  std::shared_ptr<TextSetCache> text_sets_ = std::make_shared<TextSetCache>();
 };
 
 }  // namespace fgemma
