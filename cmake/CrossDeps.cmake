@@ -4,7 +4,7 @@
 #     (only them, so the cross compiler never sees the rest of the host's /usr/include);
 #   - Highway is compiled for its static target only (HWY_COMPILE_ONLY_STATIC: NEON on armhf and
 #     aarch64, the scalar fallback without NEON, SSE2-level on i386), with stand-ins for the few
-#     libhwy functions the engine calls (tests/kernels/cross/hwy_static_stubs.cpp), so no libhwy is needed;
+#     libhwy functions the engine calls (cmake/hwy_static_stubs.cpp), so no libhwy is needed;
 #   - GoogleTest is built from the Debian sources in /usr/src/googletest.
 set(_host_inc "${CMAKE_BINARY_DIR}/host-headers")
 foreach(dir hwy nlohmann CLI)
@@ -19,7 +19,7 @@ target_include_directories(fgemma_cross_json SYSTEM INTERFACE "${_host_inc}")
 add_library(nlohmann_json::nlohmann_json ALIAS fgemma_cross_json)
 add_library(CLI11::CLI11 ALIAS fgemma_cross_json)
 
-add_library(fgemma_cross_hwy STATIC "${PROJECT_SOURCE_DIR}/tests/kernels/cross/hwy_static_stubs.cpp")
+add_library(fgemma_cross_hwy STATIC "${PROJECT_SOURCE_DIR}/cmake/hwy_static_stubs.cpp")
 target_include_directories(fgemma_cross_hwy SYSTEM PUBLIC "${_host_inc}")
 target_compile_definitions(fgemma_cross_hwy PUBLIC HWY_COMPILE_ONLY_STATIC=1)
 add_library(hwy::hwy ALIAS fgemma_cross_hwy)

@@ -4,7 +4,11 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# Cross builds (FGEMMA_CROSS_DEPS) test the engine, the C API and the CLI; the HTTP server needs the
+# target's cpp-httplib and OpenSSL, which the host's Debian packages do not provide.
+if(NOT FGEMMA_CROSS_DEPS)
+  pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+endif()
 
 # The shim sources are compiled again here with default visibility on FGEMMA_API only; the engine
 # comes from fgemma_core (PIC) and is not exported.
@@ -46,7 +50,7 @@ install(FILES "${PROJECT_BINARY_DIR}/fgemma.pc" DESTINATION ${CMAKE_INSTALL_LIBD
 
 # HTTP server (OpenAI-compatible), linked into the CLI (`fgemma serve`) and the server tests.
 file(GLOB fgemma_server_sources CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/src/server/*.cpp")
-if(fgemma_server_sources)
+if(fgemma_server_sources AND NOT FGEMMA_CROSS_DEPS)
   add_library(fgemma_server STATIC ${fgemma_server_sources})
   target_include_directories(fgemma_server PUBLIC "${PROJECT_SOURCE_DIR}/src")
   target_link_libraries(fgemma_server PUBLIC fgemma_core PkgConfig::HTTPLIB)

@@ -2,13 +2,13 @@
 # Cross builds for 32-bit x86 and Arm, tested natively (i386) or under qemu-user (Arm):
 #   scripts/cross-test.sh [i386|i386-sse4|armhf|armhf-noneon|aarch64 ...]   (default: i386 armhf aarch64)
 # (i386-sse4 is the build scripts/test-32bit-270m.sh uses; CI tests that one to build i386 once.)
-# Each builds the engine, the CLI and the core, tokenizer and chat test binaries with
+# Each builds the engine, the CLI and the core, tokenizer, chat and kernels test binaries with
 # cmake/toolchains/<arch>.cmake (static executables; dependencies from cmake/CrossDeps.cmake) in
 # build/cross-<arch>, then runs the goldens that matter: tiny (every layer and logit), mini and the
-# mini GGUF goldens, the tokenizer goldens and the chat rendering goldens. Under qemu the CLI tests
+# mini GGUF goldens, the tokenizer goldens, the chat rendering goldens and every SIMD kernel against
+# its scalar reference (NEON on armhf/aarch64, the scalar fallback on armhf-noneon). Under qemu the CLI tests
 # are left out (a test spawning the CLI would need binfmt_misc) and so is the slowest golden work
 # (see FILTER_* below); on i386 everything in the three binaries runs, natively.
-# Also runs the kernel tests on Arm (tests/kernels/cross/run.sh builds them the same way).
 # Needs: g++-i686-linux-gnu g++-arm-linux-gnueabihf g++-aarch64-linux-gnu qemu-user googletest
 # (scripts/install-deps.sh with FGEMMA_CROSS=1).
 set -euo pipefail
@@ -32,8 +32,9 @@ for arch in "${archs[@]}"; do
   echo "== $arch: configure + build ($dir)"
   cmake -S . -B "$dir" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/$arch.cmake" \
     -DCMAKE_BUILD_TYPE=Release -DFGEMMA_SHARED_DIR="$shared" -DFGEMMA_BUILD_TESTS=ON -DFGEMMA_BUILD_BENCH=OFF >/dev/null
-  cmake --build "$dir" -j "$jobs" --target fgemma fgemma_core_tests fgemma_tokenizer_tests fgemma_chat_tests
-  for t in core tokenizer chat; do
+  cmake --build "$dir" -j "$jobs" --target fgemma fgemma_core_tests fgemma_tokenizer_tests fgemma_chat_tests \
+    fgemma_kernels_tests
+  for t in core tokenizer chat kernels; do
     echo "== $arch: $t tests"
     start=$SECONDS
     if "${run[@]}" "$dir/tests/fgemma_${t}_tests" --gtest_filter="$filter" --gtest_brief=1; then

@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # The test command: builds and runs every test (including the `heavy` label) in Release, then the
 # default suite again under AddressSanitizer + UndefinedBehaviorSanitizer, then (by default only in
-# CI, CI=true) the valgrind stage. The cross and fuzz stages are opt-in (FGEMMA_CROSS=1,
-# FGEMMA_FUZZ=1): each rebuilds the engine (cross compilers, clang) and together they would push a
-# 2-core CI run past its time budget.
+# CI, CI=true, as they need extra packages and time) valgrind on the C API, the cross builds
+# (i386, armhf, aarch64 goldens; the 32-bit 270m process test) and every fuzzer for a fixed budget.
 # Switches (1 = run, 0 = skip):
 #   FGEMMA_SKIP_ASAN=1     skips the sanitizer pass (for quick local runs)
 #   FGEMMA_CROSS           cross builds and goldens (scripts/cross-test.sh $FGEMMA_CROSS_ARCHS, default
 #                          "i386-sse4 armhf aarch64": one i386 build serves the goldens and the 32-bit
-#                          270m process test, scripts/test-32bit-270m.sh); default: off
+#                          270m process test, scripts/test-32bit-270m.sh); default: $CI
 #   FGEMMA_FUZZ            every libFuzzer target for FGEMMA_FUZZ_SECONDS (default 10) each
-#                          (scripts/fuzz.sh); default: off
+#                          (scripts/fuzz.sh); default: $CI
 #   FGEMMA_VALGRIND        valgrind memcheck on the C API test binaries (fgemma_capi_*) when they
 #                          exist in build/release; default: $CI
 set -euo pipefail
@@ -40,14 +39,14 @@ if [ "${FGEMMA_VALGRIND:-$in_ci}" = 1 ]; then
       --track-origins=yes "$t" --gtest_brief=1 --gtest_filter="${FGEMMA_VALGRIND_FILTER:-CapiBasics.*:*TokenBufferTooSmall*}"
   done
 fi
-if [ "${FGEMMA_CROSS:-0}" = 1 ]; then
+if [ "${FGEMMA_CROSS:-$in_ci}" = 1 ]; then
   stage cross
   # shellcheck disable=SC2086
   scripts/cross-test.sh ${FGEMMA_CROSS_ARCHS:-i386-sse4 armhf aarch64}
   stage 32bit-270m
   scripts/test-32bit-270m.sh
 fi
-if [ "${FGEMMA_FUZZ:-0}" = 1 ]; then
+if [ "${FGEMMA_FUZZ:-$in_ci}" = 1 ]; then
   stage fuzz
   scripts/fuzz.sh "${FGEMMA_FUZZ_SECONDS:-10}"
 fi
