@@ -7,8 +7,8 @@
 # build/cross-<arch>, then runs the goldens that matter: tiny (every layer and logit), mini and the
 # mini GGUF goldens, the tokenizer goldens, the chat rendering goldens and every SIMD kernel against
 # its scalar reference (NEON on armhf/aarch64, the scalar fallback on armhf-noneon). Under qemu the CLI tests
-# are left out (a test spawning the CLI would need binfmt_misc) and so is the slowest golden work
-# (see FILTER_* below); on i386 everything in the three binaries runs, natively.
+# are left out (a test spawning the CLI would need binfmt_misc); on i386 everything in the binaries
+# runs natively, or under qemu-i386 like Arm when the kernel cannot exec 32-bit x86 binaries.
 # Needs: g++-i686-linux-gnu g++-arm-linux-gnueabihf g++-aarch64-linux-gnu qemu-user googletest
 # (scripts/install-deps.sh with FGEMMA_CROSS=1).
 set -euo pipefail
@@ -23,7 +23,7 @@ qemu_filter='-*Cli*:*CLI*'
 failed=()
 for arch in "${archs[@]}"; do
   case "$arch" in
-    i386|i386-sse4) run=() ; filter='*' ;;
+    i386|i386-sse4) run=() ; filter='*' ;;  # native, unless the kernel lacks 32-bit support (below)
     armhf|armhf-noneon) run=(qemu-arm) ; filter="$qemu_filter" ;;
     aarch64) run=(qemu-aarch64) ; filter="$qemu_filter" ;;
     *) echo "unknown arch $arch" >&2; exit 2 ;;
@@ -34,6 +34,12 @@ for arch in "${archs[@]}"; do
     -DCMAKE_BUILD_TYPE=Release -DFGEMMA_SHARED_DIR="$shared" -DFGEMMA_BUILD_TESTS=ON -DFGEMMA_BUILD_BENCH=OFF >/dev/null
   cmake --build "$dir" -j "$jobs" --target fgemma fgemma_core_tests fgemma_tokenizer_tests fgemma_chat_tests \
     fgemma_kernels_tests
+  if ((${#run[@]} == 0)) && ! "$dir/tests/fgemma_kernels_tests" --gtest_list_tests >/dev/null 2>&1; then
+    # Kernels built without IA32 emulation (some VMs) cannot exec i386 binaries: emulate them.
+    echo "== $arch: this kernel does not run 32-bit x86 executables; testing under qemu-i386"
+    run=(qemu-i386)
+    filter="$qemu_filter"
+  fi
   for t in core tokenizer chat kernels; do
     echo "== $arch: $t tests"
     start=$SECONDS

@@ -75,7 +75,11 @@ Result<CallOutcome> FunctionCaller::Call(const ChatRequest& request, const ToolC
   t.render_ms = (NowSeconds() - start) * 1000;
 
   double t0 = NowSeconds();
-  const std::vector<int32_t> prefix = tokenizer_.Encode(parts.prefix);
+  if (parts.prefix != prefix_text_) {
+    prefix_ids_ = tokenizer_.Encode(parts.prefix);
+    prefix_text_ = std::move(parts.prefix);
+  }
+  const std::vector<int32_t>& prefix = prefix_ids_;
   const std::vector<int32_t> remainder = tokenizer_.Encode(parts.remainder);
   t.tokenize_ms = (NowSeconds() - t0) * 1000;
   if (remainder.empty()) return InvalidArgument("request renders no prompt after the catalog (no messages?)");

@@ -74,6 +74,9 @@ class FunctionCaller {
   std::unique_ptr<Session> work_;      // per request
   uint64_t catalog_hash_ = 0;
   bool catalog_valid_ = false;
+  // The last catalog prefix's text and ids: a warm request with the same tools skips re-encoding it.
+  std::string prefix_text_;
+  std::vector<int32_t> prefix_ids_;
   std::vector<std::string> warnings_;
 };
 
