@@ -18,7 +18,7 @@ if [ "${FGEMMA_FUZZ:-$in_ci}" = 1 ]; then
   packages+=(clang-14 libclang-rt-14-dev)
 fi
 if [ "${FGEMMA_VALGRIND:-$in_ci}" = 1 ]; then
-  packages+=(valgrind)
+  packages+=(valgrind googletest)  # googletest: sources for the valgrind build
 fi
 missing=()
 for p in "${packages[@]}"; do
