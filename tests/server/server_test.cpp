@@ -497,6 +497,53 @@ TEST(ServerDeterminism, EveryPooledSessionGivesTheSameAnswer) {
   EXPECT_TRUE(caches[0].count("memory") && caches[0].count("built"));
 }
 
+// The pool's first session reads the --cache file, the others prefill. A file written under other
+// numerics (here by `fgemma call --threads 2`, the server's sessions using 1 thread) holds values
+// that differ in the last bits from a fresh prefill, so restoring it could make session 0 answer
+// unlike the others: it is rejected and rebuilt, and every session answers alike.
+TEST(ServerDeterminism, CacheFileFromAnotherThreadCountIsRebuilt) {
+  const std::string cache = test::TempDir() + "/catalog.kv";
+  std::string out;
+  const std::string cmd = test::CliPath() + " call --model " + test::FixturePath("models/mini-bf16") + " --tools " +
+                          test::FixturePath("chat/smart-home-tools.json") + " --tool-choice required --threads 2 --cache " +
+                          cache + " '" + kUtterance + "'";
+  ASSERT_EQ(test::RunCommand(cmd, &out), 0) << out;
+  ASSERT_TRUE(FileExists(cache));
+  ServerOptions o;
+  o.sessions = 2;
+  o.threads = 1;
+  o.cache_path = cache;
+  auto srv = StartServer(o);
+  ASSERT_NE(srv, nullptr);
+  auto cli = ClientFor(*srv);
+  auto first = cli.Post("/v1/chat/completions", Body(false), "application/json");
+  ASSERT_TRUE(first && first->status == 200);
+  EXPECT_EQ(first->get_header_value("X-Fgemma-Session"), "0");
+  const Json j = Json::parse(first->body);
+  const std::string source = j["fgemma"]["timing"]["cache"].get<std::string>();
+  EXPECT_NE(source.find("built with 2 threads, this session uses 1"), std::string::npos) << source;
+  // Pairs of concurrent requests until session 1 has answered too: the same answer as the first.
+  std::set<std::string> seen;
+  std::vector<Json> answers;
+  std::mutex mu;
+  for (int round = 0; round < 5 && seen.size() < 2; ++round) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 2; ++i)
+      threads.emplace_back([&] {
+        auto c = ClientFor(*srv);
+        auto res = c.Post("/v1/chat/completions", Body(false), "application/json");
+        ASSERT_TRUE(res && res->status == 200);
+        const Json r = Json::parse(res->body);
+        std::lock_guard lock(mu);
+        answers.push_back(WithIdsOf(r["choices"][0]["message"], r["id"], j["id"]));
+        seen.insert(res->get_header_value("X-Fgemma-Session"));
+      });
+    for (auto& t : threads) t.join();
+  }
+  EXPECT_EQ(seen.size(), 2u);
+  for (const Json& a : answers) EXPECT_EQ(a, j["choices"][0]["message"]);
+}
+
 TEST_F(ServerTest, ErrorsAreJson) {
   ASSERT_NE(server_, nullptr);
   auto cli = ClientFor(*server_);
