@@ -440,6 +440,7 @@ TEST(ServerStream, ClientDisconnectStopsGeneration) {
 TEST(ServerDeterminism, EveryPooledSessionGivesTheSameAnswer) {
   ServerOptions o;
   o.sessions = 3;
+  o.queue_timeout_ms = 600000;  // 6 clients queue for 3 sessions (long waits under sanitizers)
   auto srv = StartServer(o);
   ASSERT_NE(srv, nullptr);
   Json catalog13 = BodyJson(false, "required");
