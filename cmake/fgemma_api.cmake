@@ -72,4 +72,29 @@ if(FGEMMA_BUILD_TESTS)
   target_link_libraries(fgemma_capi_flow PRIVATE fgemma_shared)
   add_test(NAME capi_flow COMMAND fgemma_capi_flow "${FGEMMA_SHARED_DIR}/fixtures" "${PROJECT_BINARY_DIR}")
   set_tests_properties(capi_flow PROPERTIES LABELS capi TIMEOUT 600)
+
+  if(NOT TARGET GTest::gtest_main)  # imported in tests/ (directory scope); cross builds make it globally
+    find_package(GTest REQUIRED)
+  endif()
+  include(GoogleTest)
+  # The C++ API (fgemma.hpp) over the shared library's exported C API. Not a tests/<dir> glob
+  # target: those link fgemma_core, whose copy of the C API would be used instead of libfgemma.so's.
+  add_executable(fgemma_capi_cpp_tests "${PROJECT_SOURCE_DIR}/tests/capi/shared/cpp_api_test.cpp"
+                                       "${PROJECT_SOURCE_DIR}/tests/test_support.cpp")
+  set_target_properties(fgemma_capi_cpp_tests PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/tests")
+  target_include_directories(fgemma_capi_cpp_tests PRIVATE "${PROJECT_SOURCE_DIR}/tests" "${PROJECT_SOURCE_DIR}/src")
+  target_compile_options(fgemma_capi_cpp_tests PRIVATE -Wall -Wextra -Wpedantic -Werror)
+  target_compile_definitions(fgemma_capi_cpp_tests PRIVATE
+    FGEMMA_SHARED_DIR="${FGEMMA_SHARED_DIR}"
+    FGEMMA_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    FGEMMA_CLI_PATH="$<TARGET_FILE:fgemma>"
+    FGEMMA_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  target_link_libraries(fgemma_capi_cpp_tests PRIVATE fgemma_shared GTest::gtest_main nlohmann_json::nlohmann_json
+                                                      ${CMAKE_DL_LIBS})
+  if(CMAKE_CROSSCOMPILING)
+    add_test(NAME fgemma_capi_cpp_tests COMMAND fgemma_capi_cpp_tests)
+    set_tests_properties(fgemma_capi_cpp_tests PROPERTIES LABELS capi)
+  else()
+    gtest_discover_tests(fgemma_capi_cpp_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS capi)
+  endif()
 endif()

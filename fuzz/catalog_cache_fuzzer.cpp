@@ -1,6 +1,7 @@
 // libFuzzer harness for catalog cache files (LoadCatalogCache) on the tiny-mqa-f32 fixture model
 // (session context 64). The first input byte picks the mode:
-//   even: the rest is the whole file (header checks: magic, version, fingerprint, sizes, checksum);
+//   even: the rest is the whole file (header checks: magic, version, fingerprint, numerics, sizes,
+//         checksum);
 //   odd:  the rest is a payload wrapped in a valid header for this model and prefix (positions =
 //         the second byte), so the fuzzer reaches Session::ImportState past the checksum.
 // A cache that loads must leave a usable session: one more token is evaluated.
@@ -61,8 +62,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     const std::string payload(reinterpret_cast<const char*>(data + 2), size - 2);
     std::string file("FGKVCACH", 8);
-    file += std::string("\x01\x00\x00\x00", 4);
+    file += std::string("\x02\x00\x00\x00", 4);
     PutU64(&file, session.model().fingerprint());
+    PutU64(&file, fgemma::CatalogNumericsKey(session));
     PutU64(&file, kPrefixHash);
     PutU64(&file, positions);
     PutU64(&file, payload.size());

@@ -121,4 +121,4 @@ put("parse_call", "two.txt", "<start_function_call>call:noop{}<end_function_call
 # Catalog caches: mode byte 1 = payload wrapped in a valid header (positions = second byte; 2
 # positions of tiny-mqa: 8 layers x K,V x 2 rows x 32 floats); mode 0 = raw file bytes.
 put("catalog_cache", "valid-2pos.bin", b"\x01\x02" + bytes(8 * 2 * 2 * 32 * 4))
-put("catalog_cache", "raw-header.bin", b"\x00FGKVCACH\x01\x00\x00\x00" + bytes(40))
+put("catalog_cache", "raw-header.bin", b"\x00FGKVCACH\x02\x00\x00\x00" + bytes(48))

@@ -1,3 +1,5 @@
+// The helpers that need nothing of the engine (also linked into the test of the C++ API over
+// libfgemma.so); test_support_core.cpp holds those that do.
 #include "test_support.h"
 
 #include <gtest/gtest.h>
@@ -8,8 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-
-#include "model/synth.h"
 
 namespace fgemma::test {
 
@@ -28,41 +28,6 @@ std::string TempDir() {
   auto dir = std::filesystem::temp_directory_path() / ("fgemma-test-" + std::to_string(::getpid()) + "-" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
-Json LoadGolden(const std::string& name) {
-  auto j = ReadJsonFile(FixturePath("golden/" + name));
-  if (!j.ok()) {
-    ADD_FAILURE() << j.status().ToString();
-    return Json();
-  }
-  return std::move(j).value();
-}
-
-std::string SynthModelDir(const std::string& config, uint64_t seed, const std::string& dtype) {
-  namespace fs = std::filesystem;
-  const std::string name = config + "-s" + std::to_string(seed) + "-" + dtype;
-  const fs::path root = fs::path(FGEMMA_BINARY_DIR) / "synth";
-  const fs::path dir = root / name;
-  if (fs::exists(dir / "config.json")) return dir.string();
-  fs::create_directories(root);
-  const fs::path tmp = root / (name + ".tmp" + std::to_string(::getpid()));
-  fs::remove_all(tmp);
-  auto cfg = ConfigByName(config);
-  auto type = DTypeFromName(dtype);
-  if (!cfg.ok() || !type.ok()) {
-    ADD_FAILURE() << "bad synth request " << name;
-    return dir.string();
-  }
-  Status st = WriteSynthCheckpoint(cfg.value(), seed, type.value(), tmp.string());
-  if (!st.ok()) {
-    ADD_FAILURE() << st.ToString();
-    return dir.string();
-  }
-  std::error_code ec;
-  fs::rename(tmp, dir, ec);  // another process may have won the race: then use theirs
-  if (ec) fs::remove_all(tmp);
   return dir.string();
 }
 

@@ -87,8 +87,9 @@ FGEMMA_API int64_t fgemma_tokenize(const fgemma_model* model, const char* text, 
 /* Token ids -> text. Returns the byte length without NUL. */
 FGEMMA_API int64_t fgemma_detokenize(const fgemma_model* model, const int32_t* tokens, size_t n_tokens,
                                      bool skip_special, char* buf, size_t cap);
-/* Renders a chat request ({"tools","messages"} or an OpenAI chat-completions body) to prompt text
- * with the model's chat template (including <bos>). Returns the byte length without NUL. */
+/* Renders a chat request ({"tools","messages","add_generation_prompt"?} or an OpenAI chat-completions
+ * body) to prompt text with the model's chat template (including <bos>; the trailing
+ * "<start_of_turn>model\n" unless add_generation_prompt is false). Returns the byte length without NUL. */
 FGEMMA_API int64_t fgemma_render(const fgemma_model* model, const char* request_json, char* buf, size_t cap);
 
 /* ---- Session: one sequence's KV cache, raw prefill/decode ---- */

@@ -91,6 +91,7 @@ FGEMMA_API int64_t fgemma_render(const fgemma_model* model, const char* request_
     if (!request.ok()) return -Fail(request.status());
     fgemma::RenderOptions ro;
     ro.template_kind = model->template_kind;
+    ro.add_generation_prompt = request->add_generation_prompt;  // as `fgemma render` does
     auto prompt = fgemma::RenderPrompt(request.value(), ro);
     if (!prompt.ok()) return -Fail(prompt.status());
     return CopyOut(prompt.value(), buf, cap);

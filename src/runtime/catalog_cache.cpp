@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "kernels/matmul.h"
 #include "util/hash.h"
 #include "util/mapped_file.h"
 
@@ -10,8 +11,8 @@ namespace fgemma {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'G', 'K', 'V', 'C', 'A', 'C', 'H'};
-constexpr uint32_t kVersion = 1;
-constexpr size_t kHeaderBytes = 8 + 4 + 8 * 5;
+constexpr uint32_t kVersion = 2;  // 2: the numerics field
+constexpr size_t kHeaderBytes = 8 + 4 + 8 * 6;
 
 void PutU64(std::string* s, uint64_t v) {
   for (int i = 0; i < 8; ++i) s->push_back(static_cast<char>(v >> (8 * i)));
@@ -26,12 +27,18 @@ uint64_t GetU64(const uint8_t* p) {
 
 uint64_t PrefixHash(const std::vector<int32_t>& tokens) { return Hash64(tokens.data(), tokens.size() * sizeof(int32_t)); }
 
+uint64_t CatalogNumericsKey(const Session& session) {
+  const std::string target = KernelTargetName();
+  return (Hash64(target.data(), target.size()) & 0xffffffff00000000ull) | static_cast<uint32_t>(session.threads());
+}
+
 Status SaveCatalogCache(const std::string& path, const Session& session, uint64_t prefix_hash) {
   std::string payload;
   session.ExportState(&payload);
   std::string file(kMagic, 8);
   for (int i = 0; i < 4; ++i) file.push_back(static_cast<char>(kVersion >> (8 * i)));
   PutU64(&file, session.model().fingerprint());
+  PutU64(&file, CatalogNumericsKey(session));
   PutU64(&file, prefix_hash);
   PutU64(&file, session.position());
   PutU64(&file, payload.size());
@@ -52,10 +59,21 @@ Status LoadCatalogCache(const std::string& path, Session& session, uint64_t pref
   const uint8_t* p = f.data();
   if (f.size() < kHeaderBytes || std::memcmp(p, kMagic, 8) != 0) return CorruptFile(path + ": not an fgemma catalog cache");
   const uint32_t version = p[8] | p[9] << 8 | p[10] << 16 | static_cast<uint32_t>(p[11]) << 24;
-  if (version != kVersion) return Unsupported(path + ": cache format version " + std::to_string(version) + " (expected 1)");
+  if (version != kVersion)
+    return Unsupported(path + ": cache format version " + std::to_string(version) + " (expected " +
+                       std::to_string(kVersion) + ")");
   if (GetU64(p + 12) != session.model().fingerprint()) return InvalidArgument(path + ": cache was built for a different model");
-  if (GetU64(p + 20) != prefix_hash) return InvalidArgument(path + ": cache was built for a different tool catalog or system prompt");
-  const uint64_t positions = GetU64(p + 28), payload = GetU64(p + 36), checksum = GetU64(p + 44);
+  const uint64_t numerics = GetU64(p + 20), ours = CatalogNumericsKey(session);
+  if (numerics != ours) {
+    if ((numerics >> 32) != (ours >> 32))
+      return InvalidArgument(path + ": cache was built with kernels for another SIMD target than " + KernelTargetName() +
+                             " (its values would differ in the last bits from this session's prefill)");
+    return InvalidArgument(path + ": cache was built with " + std::to_string(static_cast<uint32_t>(numerics)) +
+                           " threads, this session uses " + std::to_string(session.threads()) +
+                           " (its values would differ in the last bits from this session's prefill)");
+  }
+  if (GetU64(p + 28) != prefix_hash) return InvalidArgument(path + ": cache was built for a different tool catalog or system prompt");
+  const uint64_t positions = GetU64(p + 36), payload = GetU64(p + 44), checksum = GetU64(p + 52);
   if (positions != prefix_tokens) return CorruptFile(path + ": cache holds " + std::to_string(positions) + " positions, the prefix has " + std::to_string(prefix_tokens));
   if (payload != f.size() - kHeaderBytes) return CorruptFile(path + ": cache payload size does not match the file (truncated?)");
   if (Hash64(p + kHeaderBytes, static_cast<size_t>(payload)) != checksum) return CorruptFile(path + ": cache checksum mismatch (corrupt file)");

@@ -51,6 +51,9 @@ class Session {
 
   const Model& model() const { return *model_; }
   ThreadPool& pool() { return *pool_; }
+  // Threads of the forward pass; the row blocks of its matrix products, hence the last bits of
+  // every result, depend on it (see catalog_cache.h).
+  int threads() const { return pool_->num_threads(); }
   const Gemma3Forward& forward() const { return *forward_; }
   void set_layer_observer(LayerObserver observer) { observer_ = std::move(observer); }
 

@@ -15,6 +15,8 @@ Json Chunk(const ResponseMeta& meta, Json delta, Json finish_reason) {
 
 }  // namespace
 
+std::string DumpJson(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
 Json ErrorBody(const std::string& message, const std::string& type) {
   return {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}}}};
 }
@@ -24,14 +26,18 @@ Json ModelsBody(const std::string& model) {
           {"data", Json::array({{{"id", model}, {"object", "model"}, {"created", 0}, {"owned_by", "fgemma"}}})}};
 }
 
+Json ToolCallJson(const ResponseMeta& meta, size_t index, const std::string& name, const std::string& arguments) {
+  return {{"id", "call_" + meta.id.substr(meta.id.find('-') + 1) + "_" + std::to_string(index)},
+          {"type", "function"},
+          {"function", {{"name", name}, {"arguments", arguments}}}};
+}
+
 Json CompletionResponse(const ResponseMeta& meta, const CallOutcome& outcome) {
   Json message = {{"role", "assistant"}};
   Json tool_calls = Json::array();
   for (size_t i = 0; i < outcome.parsed.calls.size(); ++i) {
     const auto& c = outcome.parsed.calls[i];
-    tool_calls.push_back({{"id", "call_" + meta.id.substr(meta.id.find('-') + 1) + "_" + std::to_string(i)},
-                          {"type", "function"},
-                          {"function", {{"name", c.name}, {"arguments", c.arguments.dump()}}}});
+    tool_calls.push_back(ToolCallJson(meta, i, c.name, DumpJson(c.arguments)));
   }
   const bool calls = !tool_calls.empty();
   // An output that failed to parse is returned as its raw text rather than dropped.
@@ -48,33 +54,21 @@ Json CompletionResponse(const ResponseMeta& meta, const CallOutcome& outcome) {
   return j;
 }
 
-Json LengthResponse(const ResponseMeta& meta, size_t completion_tokens) {
+Json LengthResponse(const ResponseMeta& meta, Json message, size_t completion_tokens) {
   Json j = Envelope(meta, "chat.completion");
-  j["choices"] = Json::array(
-      {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", nullptr}}}, {"finish_reason", "length"}}});
+  j["choices"] = Json::array({{{"index", 0}, {"message", std::move(message)}, {"finish_reason", "length"}}});
   j["usage"] = {{"completion_tokens", completion_tokens}};
   return j;
 }
 
 Json RoleChunk(const ResponseMeta& meta) { return Chunk(meta, {{"role", "assistant"}, {"content", nullptr}}, nullptr); }
 
-std::vector<Json> CompletionChunks(const ResponseMeta& meta, const Json& response) {
-  std::vector<Json> chunks;
-  const Json& choice = response["choices"][0];
-  const Json& message = choice["message"];
-  if (message.contains("tool_calls")) {
-    int index = 0;
-    for (Json call : message["tool_calls"]) {
-      call["index"] = index++;
-      chunks.push_back(Chunk(meta, {{"tool_calls", Json::array({call})}}, nullptr));
-    }
-  } else if (message["content"].is_string()) {
-    chunks.push_back(Chunk(meta, {{"content", message["content"]}}, nullptr));
-  }
-  Json last = Chunk(meta, Json::object(), choice["finish_reason"]);
+Json DeltaChunk(const ResponseMeta& meta, Json delta) { return Chunk(meta, std::move(delta), nullptr); }
+
+Json FinalChunk(const ResponseMeta& meta, const Json& response) {
+  Json last = Chunk(meta, Json::object(), response["choices"][0]["finish_reason"]);
   if (response.contains("usage")) last["usage"] = response["usage"];
-  chunks.push_back(std::move(last));
-  return chunks;
+  return last;
 }
 
 }  // namespace fgemma::server

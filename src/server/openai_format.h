@@ -1,5 +1,5 @@
 // OpenAI chat-completions JSON shapes built from a CallOutcome: the response object, the SSE chunks
-// of a streamed response, /v1/models, and error bodies.
+// of a streamed response (their deltas come from server/chat_stream.h), /v1/models, and error bodies.
 #pragma once
 
 #include <string>
@@ -16,16 +16,25 @@ struct ResponseMeta {
   std::string model;
 };
 
+// JSON text that never throws: bytes that are not UTF-8 become U+FFFD (the grammar keeps model
+// output valid UTF-8; this only guards the server against a bug turning into an exception).
+std::string DumpJson(const Json& j);
+
 Json ErrorBody(const std::string& message, const std::string& type);
 Json ModelsBody(const std::string& model);
+// One entry of message.tool_calls: {"id":"call_N_I","type":"function","function":{name, arguments}}
+// (arguments as JSON text).
+Json ToolCallJson(const ResponseMeta& meta, size_t index, const std::string& name, const std::string& arguments);
 // choices[0].message has `tool_calls` (arguments as JSON text) and finish_reason "tool_calls", or
 // `content` and "stop". The member "fgemma" carries CallOutcomeToJson (what `fgemma call` prints).
 Json CompletionResponse(const ResponseMeta& meta, const CallOutcome& outcome);
-// Generation hit the request's max_tokens: no calls, finish_reason "length".
-Json LengthResponse(const ResponseMeta& meta, size_t completion_tokens);
-// Streaming: the first chunk (role), then the chunks of a finished response (content or one
-// tool_calls delta per call, then the finish_reason).
+// Generation hit the request's max_tokens: finish_reason "length", with `message` what was
+// generated until then (ChatStream::PartialMessage: the calls completed, or the text).
+Json LengthResponse(const ResponseMeta& meta, Json message, size_t completion_tokens);
+// Streaming (chat.completion.chunk): the first chunk (role), one per delta, and the last one
+// (empty delta, the response's finish_reason and usage).
 Json RoleChunk(const ResponseMeta& meta);
-std::vector<Json> CompletionChunks(const ResponseMeta& meta, const Json& response);
+Json DeltaChunk(const ResponseMeta& meta, Json delta);
+Json FinalChunk(const ResponseMeta& meta, const Json& response);
 
 }  // namespace fgemma::server

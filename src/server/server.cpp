@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "runtime/model_files.h"
 #include "server/caller_pool.h"
+#include "server/chat_stream.h"
 #include "server/openai_format.h"
 #include "util/hash.h"
 
@@ -28,6 +29,7 @@ struct Server::Impl {
   std::unique_ptr<CallerPool> pool;
   httplib::Server http;
   std::atomic<uint64_t> next_id{1};
+  std::atomic<uint64_t> client_disconnects{0};  // streams stopped because a write to the client failed
 
   void Routes();
   void ChatCompletions(const httplib::Request& req, httplib::Response& res);
@@ -37,7 +39,7 @@ namespace {
 
 void SendError(httplib::Response& res, int status, const std::string& message, const std::string& type) {
   res.status = status;
-  res.set_content(ErrorBody(message, type).dump(), "application/json");
+  res.set_content(DumpJson(ErrorBody(message, type)), "application/json");
 }
 
 int HttpStatusFor(const Status& st) {
@@ -82,11 +84,14 @@ void Server::Impl::Routes() {
       SendError(res, res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error");
   });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    Json j = {{"status", "ok"}, {"sessions", pool->size()}, {"busy", pool->busy()}};
-    res.set_content(j.dump(), "application/json");
+    Json j = {{"status", "ok"},
+              {"sessions", pool->size()},
+              {"busy", pool->busy()},
+              {"client_disconnects", client_disconnects.load()}};
+    res.set_content(DumpJson(j), "application/json");
   });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(ModelsBody(model_name).dump(), "application/json");
+    res.set_content(DumpJson(ModelsBody(model_name)), "application/json");
   });
   http.Post("/v1/chat/completions",
             [this](const httplib::Request& req, httplib::Response& res) { ChatCompletions(req, res); });
@@ -119,47 +124,98 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
   std::shared_ptr<CallerPool::Lease> lease =
       pool->Acquire(catalog_key, std::chrono::milliseconds(options.queue_timeout_ms));
   if (!lease) return SendError(res, 503, "all sessions are busy; retry later", "server_busy_error");
+  // Which pooled session answered (diagnostics; every session gives the same answer).
+  res.set_header("X-Fgemma-Session", std::to_string(lease->index));
 
   ResponseMeta meta{"chatcmpl-" + std::to_string(next_id++), static_cast<int64_t>(std::time(nullptr)), model_name};
-  // Runs the call; `on_token` may stop it (streaming client gone). Hitting max_tokens ends the
-  // call with finish_reason "length".
+  // Runs the call, feeding each generated token to a ChatStream; `emit` (streaming only) gets the
+  // deltas as they complete and stops the call by returning false (the client went away).
+  // Hitting max_tokens ends the call with finish_reason "length" and what was generated so far.
+  struct Run {
+    int status = 200;
+    Json response;
+    std::vector<Json> rest;    // deltas the stream still lacks to equal the response's message
+    bool emit_failed = false;
+  };
+  using Emit = std::function<bool(const std::vector<Json>&)>;
   auto run = [this, lease, request = std::move(request).value(), choice = std::move(choice).value(), max_tokens,
-              meta](const std::function<bool(int32_t)>& on_token) -> std::pair<int, Json> {
+              meta](const Emit& emit) -> Run {
+    Run r;
+    ChatStream stream(lease->caller().tokenizer(), request.tools, meta);
     size_t generated = 0;
     bool length_stop = false;
+    Status stream_error;
+    std::vector<Json> deltas;
     auto outcome = lease->caller().Call(request, choice, [&](int32_t id) {
       if (++generated > max_tokens) {
         length_stop = true;
         return false;
       }
-      return !on_token || on_token(id);
+      deltas.clear();
+      if (Status st = stream.Push(id, &deltas); !st.ok()) {
+        stream_error = st;
+        return false;
+      }
+      if (emit && !deltas.empty() && !emit(deltas)) {
+        r.emit_failed = true;
+        return false;
+      }
+      return true;
     });
     lease->caller().TakeWarnings();
-    if (length_stop) return {200, LengthResponse(meta, generated - 1)};
-    if (!outcome.ok()) return {HttpStatusFor(outcome.status()), ErrorBody(outcome.status().message(),
-                                                                          "invalid_request_error")};
-    return {200, CompletionResponse(meta, outcome.value())};
+    if (r.emit_failed) return r;
+    if (!stream_error.ok()) {
+      r.status = 500;
+      r.response = ErrorBody(stream_error.message(), "server_error");
+      return r;
+    }
+    if (length_stop) {
+      r.response = LengthResponse(meta, stream.PartialMessage(), generated - 1);
+    } else if (!outcome.ok()) {
+      r.status = HttpStatusFor(outcome.status());
+      r.response = ErrorBody(outcome.status().message(), "invalid_request_error");
+      return r;
+    } else {
+      r.response = CompletionResponse(meta, outcome.value());
+    }
+    r.rest = stream.Complete(r.response["choices"][0]["message"]);
+    return r;
   };
 
   if (!stream) {
-    auto [status, json] = run({});
-    res.status = status;
-    res.set_content(json.dump(), "application/json");
+    Run r = run({});
+    res.status = r.status;
+    res.set_content(DumpJson(r.response), "application/json");
     return;
   }
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [run, meta](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [this, run, meta](size_t, httplib::DataSink& sink) {
     auto send = [&](const Json& j) {
-      const std::string event = "data: " + j.dump() + "\n\n";
+      const std::string event = "data: " + DumpJson(j) + "\n\n";
       return sink.write(event.data(), event.size());
     };
-    send(RoleChunk(meta));
-    // A disconnected client stops the generation at its next token.
-    auto [status, json] = run([&](int32_t) { return sink.is_writable(); });
-    if (status != 200) {
-      send(json);
+    // Chunks go out as the tokens completing them are generated; a failed write (the client is
+    // gone) stops the generation at that token.
+    auto emit = [&](const std::vector<Json>& deltas) {
+      for (const Json& d : deltas) {
+        if (!send(DeltaChunk(meta, d))) return false;
+      }
+      return true;
+    };
+    if (!send(RoleChunk(meta))) {
+      ++client_disconnects;
+      return false;
+    }
+    Run r = run(emit);
+    if (r.emit_failed) {
+      ++client_disconnects;
+      return false;
+    }
+    if (r.status != 200) {
+      send(r.response);
     } else {
-      for (const Json& chunk : CompletionChunks(meta, json)) send(chunk);
+      emit(r.rest);
+      send(FinalChunk(meta, r.response));
     }
     const std::string done = "data: [DONE]\n\n";
     sink.write(done.data(), done.size());

@@ -1,5 +1,7 @@
 // FunctionCaller: the catalog cache (memory and file) changes no output, a warm request prefills
-// only its own turn, and stale, foreign or corrupt cache files are rejected and rebuilt.
+// only its own turn, and stale, foreign, corrupt or other-numerics cache files are rejected and
+// rebuilt.
+#include <cstdio>
 #include <filesystem>
 
 #include "constrained_support.h"
@@ -11,11 +13,11 @@ namespace {
 
 class FunctionCallerTest : public ::testing::Test {
  protected:
-  std::unique_ptr<FunctionCaller> NewCaller(const std::string& model_path, const std::string& cache) {
+  std::unique_ptr<FunctionCaller> NewCaller(const std::string& model_path, const std::string& cache, int threads = 2) {
     auto model = Model::Load(model_path);
     EXPECT_TRUE(model.ok()) << model.status().ToString();
     FunctionCallerOptions o;
-    o.threads = 2;
+    o.threads = threads;
     o.context = 2048;
     o.cache_path = cache;
     auto c = FunctionCaller::Create(std::shared_ptr<const Model>(std::move(model).value()),
@@ -106,6 +108,32 @@ TEST_F(FunctionCallerTest, StaleForeignAndCorruptFilesAreRejectedAndRebuilt) {
   // The rebuilt file is valid again.
   auto c = NewCaller(test::FixturePath("models/mini-bf16"), cache);
   EXPECT_EQ(c->Call(test::MakeRequest(tools, "hello"), kRequired).value().timing.cache_source, "file");
+}
+
+// The thread count sets the row blocks of the forward pass's matrix products, which changes the
+// last bits of the prefilled state; a file written with another thread count is therefore not
+// restored (it would make a caller answer differently from one that prefills).
+TEST_F(FunctionCallerTest, FileFromAnotherThreadCountIsRebuilt) {
+  const std::string cache = test::TempDir() + "/catalog.kv";
+  const ChatRequest req = SmartHome("turn off the bedroom lights");
+  auto writer = NewCaller(test::FixturePath("models/mini-bf16"), cache, 2);
+  ASSERT_EQ(writer->Call(req, kRequired).value().timing.cache_source, "built");
+  const std::string two_threads = ReadFileToString(cache).value();
+
+  auto reader = NewCaller(test::FixturePath("models/mini-bf16"), cache, 1);
+  auto out = reader->Call(req, kRequired).value();
+  EXPECT_EQ(out.timing.cache_source.rfind("built (file rejected: ", 0), 0u) << out.timing.cache_source;
+  EXPECT_NE(out.timing.cache_source.find("built with 2 threads, this session uses 1"), std::string::npos)
+      << out.timing.cache_source;
+  // The rebuilt file is the one-thread state: a one-thread caller restores it and answers alike.
+  const std::string one_thread = ReadFileToString(cache).value();
+  auto again = NewCaller(test::FixturePath("models/mini-bf16"), cache, 1)->Call(req, kRequired).value();
+  EXPECT_EQ(again.timing.cache_source, "file");
+  EXPECT_EQ(again.output_tokens, out.output_tokens);
+  // For the record: how many bytes of the state the thread count changed (mini: most of them).
+  size_t differ = 0;
+  for (size_t i = 0; i < std::min(one_thread.size(), two_threads.size()); ++i) differ += one_thread[i] != two_threads[i];
+  std::printf("[ cache ] 1- vs 2-thread catalog state: %zu of %zu bytes differ\n", differ, one_thread.size());
 }
 
 }  // namespace
