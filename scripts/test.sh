@@ -1,21 +1,20 @@
 #!/usr/bin/env bash
 # The test command: builds and runs every test (including the `heavy` label) in Release, then the
-# default suite again under AddressSanitizer + UndefinedBehaviorSanitizer, then (by default only in
-# CI, CI=true, as they need extra packages and time) valgrind on the C API, the cross builds
-# (i386, armhf, aarch64 goldens; the 32-bit 270m process test) and every fuzzer for a fixed budget.
+# default suite again under AddressSanitizer + UndefinedBehaviorSanitizer. Further stages, each
+# behind a switch (1 = run; default off; .ci/run names the ones CI runs): valgrind on the C API,
+# the cross builds (i386, armhf, aarch64 goldens; the 32-bit 270m process test) and every fuzzer for
+# a fixed budget.
 # Switches (1 = run, 0 = skip):
 #   FGEMMA_SKIP_ASAN=1     skips the sanitizer pass (for quick local runs)
 #   FGEMMA_CROSS           cross builds and goldens (scripts/cross-test.sh $FGEMMA_CROSS_ARCHS, default
 #                          "i386-sse4 armhf aarch64": one i386 build serves the goldens and the 32-bit
-#                          270m process test, scripts/test-32bit-270m.sh); default: $CI
+#                          270m process test, scripts/test-32bit-270m.sh); default: off
 #   FGEMMA_FUZZ            every libFuzzer target for FGEMMA_FUZZ_SECONDS (default 10) each
-#                          (scripts/fuzz.sh); default: $CI
+#                          (scripts/fuzz.sh); default: off
 #   FGEMMA_VALGRIND        valgrind memcheck on the C API tests (own build, preset valgrind);
-#                          default: $CI
+#                          default: off
 set -euo pipefail
 cd "$(dirname "$0")/.."
-in_ci=0
-[ "${CI:-}" = true ] && in_ci=1
 stage() { echo "== stage $1 ($(date +%T))"; }
 stage release
 cmake --workflow --preset release
@@ -23,7 +22,7 @@ if [ "${FGEMMA_SKIP_ASAN:-0}" != 1 ]; then
   stage asan
   cmake --workflow --preset asan
 fi
-if [ "${FGEMMA_VALGRIND:-$in_ci}" = 1 ]; then
+if [ "${FGEMMA_VALGRIND:-0}" = 1 ]; then
   stage valgrind
   # Its own build: libhwy.so's start-up code uses RDTSCP, which valgrind 3.19 cannot run, so this
   # build uses Highway's static target without libhwy (preset valgrind, as the cross builds do).
@@ -35,14 +34,14 @@ if [ "${FGEMMA_VALGRIND:-$in_ci}" = 1 ]; then
     --track-origins=yes build/valgrind/tests/fgemma_capi_tests --gtest_brief=1 \
     --gtest_filter="${FGEMMA_VALGRIND_FILTER:-CapiBasics.*:*TokenBufferTooSmall*}"
 fi
-if [ "${FGEMMA_CROSS:-$in_ci}" = 1 ]; then
+if [ "${FGEMMA_CROSS:-0}" = 1 ]; then
   stage cross
   # shellcheck disable=SC2086
   scripts/cross-test.sh ${FGEMMA_CROSS_ARCHS:-i386-sse4 armhf aarch64}
   stage 32bit-270m
   scripts/test-32bit-270m.sh
 fi
-if [ "${FGEMMA_FUZZ:-$in_ci}" = 1 ]; then
+if [ "${FGEMMA_FUZZ:-0}" = 1 ]; then
   stage fuzz
   scripts/fuzz.sh "${FGEMMA_FUZZ_SECONDS:-10}"
 fi
