@@ -269,7 +269,8 @@ TEST(Convert, ProgressCountsEveryTensorByte) {
   ASSERT_TRUE(ConvertToGguf(MiniDir(), out, o).ok());
   ASSERT_GT(calls.size(), 106u);  // the embedding alone spans several blocks
   uint64_t data = 0;
-  for (const auto& t : MustOpen(out).tensors()) data += t.n_bytes;
+  const auto file = MustOpen(out);  // a named object: a range-for would destroy a temporary reader
+  for (const auto& t : file.tensors()) data += t.n_bytes;
   for (size_t i = 1; i < calls.size(); ++i) EXPECT_GT(calls[i].first, calls[i - 1].first);
   EXPECT_EQ(calls.back().first, data);
   EXPECT_EQ(calls.back().second, data);
