@@ -366,7 +366,9 @@ void PackQuantImpl(size_t cols, const float* x, size_t x_stride, size_t num_toke
       const float d = amax / 127.0f;
       const auto scale = hn::Set(df, amax > 0.0f ? 127.0f / amax : 0.0f);
       for (size_t i = 0; i < 32; i += N) {
-        const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), scale));
+        // NaN activations (a corrupt KV state) quantize to 0: converting NaN to int is undefined.
+        const auto xs = hn::Mul(hn::LoadU(df, xb + i), scale);
+        const auto qi = hn::NearestInt(hn::IfThenZeroElse(hn::IsNaN(xs), xs));
         hn::StoreU(hn::DemoteTo(d8, qi), d8, q + b * 32 + i);
       }
       for (size_t j = 0; j < 8; ++j) {

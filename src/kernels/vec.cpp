@@ -59,7 +59,9 @@ void GeluTanhMulImpl(float* gate, const float* up, size_t n) {
   for (; i + N <= n; i += N) {
     const auto g = hn::LoadU(d, gate + i);
     const auto inner = hn::Mul(k0, hn::MulAdd(hn::Mul(k1, g), hn::Mul(g, g), g));
-    const auto t = hn::Tanh(d, inner);
+    // NaN (a corrupt state) stays NaN through g, but must not reach Tanh: Highway's emulated targets
+    // convert it to int, which is undefined behaviour.
+    const auto t = hn::Tanh(d, hn::IfThenZeroElse(hn::IsNaN(inner), inner));
     hn::StoreU(hn::Mul(hn::Mul(hn::Mul(half, g), hn::Add(one, t)), hn::LoadU(d, up + i)), d, gate + i);
   }
   if (i < n) {  // tail through a padded copy so every lane runs the same math
