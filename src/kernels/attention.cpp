@@ -5,6 +5,8 @@
 // Mix: for each block of columns the group's accumulators stay in registers across all value rows,
 // so every value row is read once and the output is written once (instead of a load/store of the
 // output per row).
+#include <type_traits>
+
 #include "kernels/simd_config.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -97,28 +99,33 @@ HWY_INLINE void MixT(const float* p, size_t p_stride, const KvRun* runs, size_t 
   }
 }
 
-void AttentionScoresImpl(const float* q, size_t q_stride, size_t groups, const KvRun* runs, size_t num_runs,
-                         size_t kv_stride, size_t hd, float* scores, size_t scores_stride) {
+// Calls f(std::integral_constant<size_t, G>()) for the run-time group size G in 1..kMaxAttentionGroup.
+template <class F>
+HWY_INLINE void WithGroupSize(size_t groups, F&& f) {
   switch (groups) {
-#define FGEMMA_SCORES_CASE(G) \
-  case G: return ScoresT<G>(q, q_stride, runs, num_runs, kv_stride, hd, scores, scores_stride);
-    FGEMMA_SCORES_CASE(1) FGEMMA_SCORES_CASE(2) FGEMMA_SCORES_CASE(3) FGEMMA_SCORES_CASE(4)
-    FGEMMA_SCORES_CASE(5) FGEMMA_SCORES_CASE(6) FGEMMA_SCORES_CASE(7) FGEMMA_SCORES_CASE(8)
-#undef FGEMMA_SCORES_CASE
+    case 1: return f(std::integral_constant<size_t, 1>());
+    case 2: return f(std::integral_constant<size_t, 2>());
+    case 3: return f(std::integral_constant<size_t, 3>());
+    case 4: return f(std::integral_constant<size_t, 4>());
+    case 5: return f(std::integral_constant<size_t, 5>());
+    case 6: return f(std::integral_constant<size_t, 6>());
+    case 7: return f(std::integral_constant<size_t, 7>());
+    case 8: return f(std::integral_constant<size_t, 8>());
     default: HWY_ASSERT(groups == 0);
   }
+}
+static_assert(kMaxAttentionGroup == 8, "WithGroupSize covers 1..kMaxAttentionGroup");
+
+void AttentionScoresImpl(const float* q, size_t q_stride, size_t groups, const KvRun* runs, size_t num_runs,
+                         size_t kv_stride, size_t hd, float* scores, size_t scores_stride) {
+  WithGroupSize(groups, [&](auto g) {
+    ScoresT<decltype(g)::value>(q, q_stride, runs, num_runs, kv_stride, hd, scores, scores_stride);
+  });
 }
 
 void AttentionMixImpl(const float* p, size_t p_stride, size_t groups, const KvRun* runs, size_t num_runs,
                       size_t kv_stride, size_t hd, float* out, size_t out_stride) {
-  switch (groups) {
-#define FGEMMA_MIX_CASE(G) \
-  case G: return MixT<G>(p, p_stride, runs, num_runs, kv_stride, hd, out, out_stride);
-    FGEMMA_MIX_CASE(1) FGEMMA_MIX_CASE(2) FGEMMA_MIX_CASE(3) FGEMMA_MIX_CASE(4)
-    FGEMMA_MIX_CASE(5) FGEMMA_MIX_CASE(6) FGEMMA_MIX_CASE(7) FGEMMA_MIX_CASE(8)
-#undef FGEMMA_MIX_CASE
-    default: HWY_ASSERT(groups == 0);
-  }
+  WithGroupSize(groups, [&](auto g) { MixT<decltype(g)::value>(p, p_stride, runs, num_runs, kv_stride, hd, out, out_stride); });
 }
 
 }  // namespace HWY_NAMESPACE

@@ -65,11 +65,15 @@ void ConstraintVocab::Allowed(const CallMatcher& state, Scratch& scratch, std::v
   uint32_t key = 0, room = 0;
   if (state.TextState(&key, &room) && room >= max_len_) {
     // With room for the longest token, acceptance depends only on the text state.
+    auto find = [&] {  // caller holds the lock
+      for (const auto& [k, set] : text_sets_->sets) {
+        if (k == key) return set.get();
+      }
+      return static_cast<const TextSet*>(nullptr);
+    };
     {
       std::lock_guard<std::mutex> lock(text_sets_->mu);
-      for (const auto& [k, set] : text_sets_->sets) {
-        if (k == key) *text = set.get();
-      }
+      *text = find();
     }
     if (*text == nullptr) {
       // Searched outside the lock; a concurrent search of the same state yields the same set.
@@ -79,9 +83,7 @@ void ConstraintVocab::Allowed(const CallMatcher& state, Scratch& scratch, std::v
       for (int32_t id : *out) set->mask[static_cast<uint32_t>(id) >> 6] |= 1ull << (id & 63);
       set->count = out->size();
       std::lock_guard<std::mutex> lock(text_sets_->mu);
-      for (const auto& [k, existing] : text_sets_->sets) {
-        if (k == key) *text = existing.get();
-      }
+      *text = find();
       if (*text == nullptr) {
         *text = set.get();
         text_sets_->sets.emplace_back(key, std::move(set));

@@ -10,23 +10,14 @@
 #include <vector>
 
 #include "kernels/attention.h"
-#include "kernels/matmul.h"
+#include "kernel_test_support.h"
 
 namespace fgemma {
 namespace {
 
-class AttentionKernelTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override { ASSERT_TRUE(SetKernelTarget(GetParam())); }
-  void TearDown() override { SetKernelTarget(""); }
-};
+class AttentionKernelTest : public test::TargetTest {};
 
-std::vector<float> Random(size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& f : v) f = normal(rng);
-  return v;
-}
+using test::RandomNormal;
 
 struct Case {
   size_t groups, head_dim, kv_stride;
@@ -53,7 +44,7 @@ TEST_P(AttentionKernelTest, ScoresAndMixMatchTheReference) {
     size_t total = 0;
     for (size_t len : c.run_lengths) total += len;
     // One key/value pool; each run starts at its own misaligned offset in it.
-    std::vector<float> pool_k = Random(total * c.kv_stride + 64, rng), pool_v = Random(total * c.kv_stride + 64, rng);
+    std::vector<float> pool_k = RandomNormal(total * c.kv_stride + 64, rng), pool_v = RandomNormal(total * c.kv_stride + 64, rng);
     std::vector<KvRun> keys, values;
     size_t at = 1;
     for (size_t len : c.run_lengths) {
@@ -62,7 +53,7 @@ TEST_P(AttentionKernelTest, ScoresAndMixMatchTheReference) {
       at += len * c.kv_stride + 3;
     }
     const size_t q_stride = c.head_dim + 3, s_stride = total + 5;
-    const std::vector<float> q = Random(c.groups * q_stride + 1, rng);
+    const std::vector<float> q = RandomNormal(c.groups * q_stride + 1, rng);
     std::vector<float> got(c.groups * s_stride + 1, -7.0f), want(got);
     AttentionScores(q.data() + 1, q_stride, c.groups, keys.data(), keys.size(), c.kv_stride, c.head_dim, got.data(),
                     s_stride);
@@ -82,7 +73,7 @@ TEST_P(AttentionKernelTest, ScoresAndMixMatchTheReference) {
     }
 
     // Mix with probabilities (any weights work; softmax output is the real input).
-    const std::vector<float> p = Random(c.groups * s_stride, rng);
+    const std::vector<float> p = RandomNormal(c.groups * s_stride, rng);
     const size_t o_stride = c.head_dim + 2;
     std::vector<float> out(c.groups * o_stride + 1, -7.0f), ref(out);
     AttentionMix(p.data(), s_stride, c.groups, values.data(), values.size(), c.kv_stride, c.head_dim, out.data() + 1,
@@ -106,7 +97,7 @@ TEST_P(AttentionKernelTest, ScoresAndMixMatchTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, AttentionKernelTest, ::testing::ValuesIn(KernelTargets()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+                         test::TargetParamName);
 
 }  // namespace
 }  // namespace fgemma

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "kernel_test_support.h"
 #include "kernels/matmul_internal.h"
 #include "util/float_types.h"
 
@@ -30,14 +31,8 @@ namespace {
 
 constexpr double kU = 1.0 / (1 << 24);
 
-// Restores automatic dispatch when a test ends.
-class TargetTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override { ASSERT_TRUE(SetKernelTarget(GetParam())); }
-  void TearDown() override { SetKernelTarget(""); }
-};
-
-std::string TargetParamName(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+using test::TargetParamName;
+using test::TargetTest;
 
 // Random weights of `dtype`, stored `offset` bytes into an over-allocated buffer.
 struct Weights {

@@ -7,24 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "kernels/matmul.h"
+#include "kernel_test_support.h"
 #include "kernels/vec.h"
 
 namespace fgemma {
 namespace {
 
-class VecTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override { ASSERT_TRUE(SetKernelTarget(GetParam())); }
-  void TearDown() override { SetKernelTarget(""); }
-};
+class VecTest : public test::TargetTest {};
 
-std::vector<float> Random(size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& f : v) f = normal(rng);
-  return v;
-}
+using test::RandomNormal;
 
 const size_t kSizes[] = {0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 100, 256, 1000, 2048};
 
@@ -32,7 +23,7 @@ TEST_P(VecTest, Dot) {
   std::mt19937 rng(5);
   for (size_t n : kSizes) {
     for (size_t offset = 0; offset < 3; ++offset) {
-      const std::vector<float> a = Random(n + offset, rng), b = Random(n + 1, rng);
+      const std::vector<float> a = RandomNormal(n + offset, rng), b = RandomNormal(n + 1, rng);
       double want = 0, abs_sum = 0;
       for (size_t i = 0; i < n; ++i) {
         want += static_cast<double>(a[i + offset]) * b[i + 1];
@@ -47,7 +38,7 @@ TEST_P(VecTest, Dot) {
 TEST_P(VecTest, AddScaledAndScale) {
   std::mt19937 rng(6);
   for (size_t n : kSizes) {
-    const std::vector<float> x = Random(n + 2, rng), y0 = Random(n + 2, rng);
+    const std::vector<float> x = RandomNormal(n + 2, rng), y0 = RandomNormal(n + 2, rng);
     std::vector<float> y = y0;
     AddScaled(y.data() + 1, x.data() + 2, 0.37f, n);
     for (size_t i = 0; i < n + 2; ++i) {
@@ -65,7 +56,7 @@ TEST_P(VecTest, AddScaledAndScale) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, VecTest, ::testing::ValuesIn(KernelTargets()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+                         test::TargetParamName);
 
 }  // namespace
 }  // namespace fgemma
