@@ -56,6 +56,21 @@ void MatMul(const TensorView& w, const Activations& a, float* y, size_t y_stride
 void MatMulReference(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                      size_t row_end);
 
+// Row-interleaved weights: the AVX-512 VNNI kernels read quantized matrices (q8_0, q4_0) faster
+// from a copy that interleaves 16 rows (kernels/matmul_internal.h), made once at load. Bytes that
+// copy of `w` takes, or 0 when the running SIMD target has no use for one (other types, other
+// targets); InterleaveWeights fills `out` (64-byte aligned). With w.interleaved set, MatMul reads
+// the copy for row slices that start at a multiple of 16 rows (the runtime's slices always do) and
+// computes every output exactly as the per-token order below, whatever the number of tokens:
+//   y = fold over blocks b: y = fma(float(int32 dot of block b), float(dw_b * dx_b), y), from 0,
+// so a batch of tokens gives bit-identical outputs to the same tokens one at a time.
+size_t InterleavedWeightBytes(const TensorView& w);
+void InterleaveWeights(const TensorView& w, void* out);
+// Reference for the interleaved kernels (tests): the fold above in scalar code, from w.data and
+// a.packed. Bit-identical to MatMul on interleaved weights.
+void MatMulInterleavedReference(const TensorView& w, const Activations& a, float* y, size_t y_stride,
+                                size_t row_begin, size_t row_end);
+
 // The SIMD target chosen at run time ("AVX3_DL", "AVX3", "AVX2", "SSE4", "NEON", "SCALAR", ...).
 const char* KernelTargetName();
 

@@ -15,12 +15,16 @@ namespace fgemma::kernels_internal {
 //   int32_t corr[nb * 8]   -128 * (q[4j] + q[4j+1] + q[4j+2] + q[4j+3]) for each group of 4: the
 //                          VNNI kernel feeds weights to the unsigned operand of u8 x s8 dot
 //                          products as w + 128 and starts each int32 lane from corr.
+//   int32_t bsum[nb * 2]   {-128 * s_b, -8 * s_b}, s_b = the sum of block b's q: the starting values
+//                          of the row-interleaved kernels' block dots (q8_0 weights enter as w + 128,
+//                          q4_0 weights as their nibble w + 8).
 // with nb = cols / 32. Quantization: d = amax / 127, q = round_half_even(x * (127 / amax)). The
 // same record serves q8_0 and q4_0 weights, on every target.
 struct QuantLayout {
   size_t blocks = 0;
   size_t d8_offset = 0;
   size_t corr_offset = 0;
+  size_t bsum_offset = 0;
   size_t stride = 0;  // bytes per token, a multiple of 64
 };
 inline QuantLayout QuantLayoutFor(size_t cols) {
@@ -28,7 +32,8 @@ inline QuantLayout QuantLayoutFor(size_t cols) {
   l.blocks = cols / 32;
   l.d8_offset = l.blocks * 32;
   l.corr_offset = l.blocks * 64;
-  l.stride = (l.blocks * 96 + 63) / 64 * 64;
+  l.bsum_offset = l.blocks * 96;
+  l.stride = (l.blocks * 104 + 63) / 64 * 64;
   return l;
 }
 
@@ -39,5 +44,19 @@ void MatMulFloat(const TensorView& w, const Activations& a, float* y, size_t y_s
 void MatMulQuant(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                  size_t row_end);
 void PackQuant(size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out);
+
+// Row-interleaved quantized weights (TensorView::interleaved), for the AVX-512 VNNI kernels. Rows
+// go in panels of 16 (the last one zero-padded); panel p holds rows [16p, 16p + 16) as
+//   uint16_t scale[nb][16]          f16 block scales, row r in lane r (region padded to 64 bytes)
+//   q8_0: uint8_t q[nb][8][16][4]   group g (elements 4g..4g+3) of row r at [b][g][r]: w + 128
+//   q4_0: uint8_t q[nb][4][16][4]   byte i of [b][j][r]: low nibble element 4j + i (group j),
+//                                   high nibble element 16 + 4j + i (group j + 4), as stored (w + 8)
+// so one 64-byte vector is one group of 16 rows: a u8 x s8 dot product against the token's 4
+// quantized activations broadcast gives 16 rows' partial dots at once, and a block's 8 groups
+// sum in int32 before one float scaling per block, row and token.
+constexpr size_t kInterleaveRows = 16;
+bool InterleavedKernelAvailable();  // the running target has the interleaved kernels
+size_t InterleavedPanelBytes(DType type, size_t cols);
+inline size_t InterleavedScaleBytes(size_t cols) { return (cols / 32 * 32 + 63) / 64 * 64; }  // nb * 32, padded
 
 }  // namespace fgemma::kernels_internal

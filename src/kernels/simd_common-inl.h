@@ -81,6 +81,7 @@ struct TileJob {
   size_t y_stride = 0;         // floats between tokens
   size_t d8_offset = 0;        // packed layout (quantized kernels only)
   size_t corr_offset = 0;
+  size_t bsum_offset = 0;
 
   const uint8_t* row(size_t r) const { return w + r * w_row_bytes; }
   const uint8_t* token(size_t t) const { return x + t * x_stride; }

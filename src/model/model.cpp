@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
+#include <thread>
+
+#include <sys/mman.h>
 
 #include "io/safetensors.h"
+#include "kernels/matmul.h"
 #include "model/model_gguf.h"
 #include "util/hash.h"
 #include "util/mapped_file.h"
@@ -124,7 +129,50 @@ Result<std::unique_ptr<Model>> Model::Assemble(const ModelConfig& config, const 
       fp = Hash64(n->data(), n->size() * sizeof(float), fp);
   }
   model->fingerprint_ = Hash64(model->final_norm_.data(), model->final_norm_.size() * sizeof(float), fp);
+  model->InterleaveProjections();
   return model;
+}
+
+void Model::InterleaveProjections() {
+  // One 64-byte aligned buffer for every projection the running kernels read row-interleaved
+  // (quantized weights on AVX-512 VNNI); nothing on other targets and for float weights.
+  // FGEMMA_INTERLEAVE=0 turns it off (for comparisons: the stored layout's kernels then run).
+  if (const char* env = std::getenv("FGEMMA_INTERLEAVE"); env != nullptr && std::string(env) == "0") return;
+  std::vector<TensorView*> views;
+  size_t total = 0;
+  for (auto& L : layers_) {
+    for (TensorView* v : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) {
+      const size_t bytes = InterleavedWeightBytes(*v);
+      if (bytes == 0) continue;
+      views.push_back(v);
+      total += (bytes + 63) / 64 * 64;
+    }
+  }
+  if (total == 0) return;
+  constexpr size_t kHugePage = size_t{2} << 20;  // fewer page faults while filling it
+  void* buffer = std::aligned_alloc(kHugePage, (total + kHugePage - 1) / kHugePage * kHugePage);
+  if (buffer == nullptr) return;  // keep computing from the stored layout
+#ifdef MADV_HUGEPAGE
+  madvise(buffer, (total + kHugePage - 1) / kHugePage * kHugePage, MADV_HUGEPAGE);
+#endif
+  interleaved_.reset(buffer, [](void* p) { std::free(p); });
+  interleaved_bytes_ = total;
+  uint8_t* at = static_cast<uint8_t*>(buffer);
+  for (TensorView* v : views) {
+    v->interleaved = at;
+    at += (InterleavedWeightBytes(*v) + 63) / 64 * 64;
+  }
+  // Filling it is mostly first-touch page faults (zeroing fresh pages): two threads halve the time.
+  auto fill = [&views](size_t first, size_t step) {
+    for (size_t i = first; i < views.size(); i += step) {
+      InterleaveWeights(*views[i], const_cast<void*>(views[i]->interleaved));
+      // The stored form stays mapped (convert, fingerprints) but leaves RSS until read again.
+      ReleaseMappedPages(views[i]->data, views[i]->bytes());
+    }
+  };
+  std::thread helper(fill, 1, 2);
+  fill(0, 2);
+  helper.join();
 }
 
 std::string Model::weight_type_name() const {

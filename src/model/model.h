@@ -60,6 +60,8 @@ class Model {
   std::string weight_type_name() const;
   // Bytes of weights the model maps (each tensor once).
   uint64_t weight_bytes() const;
+  // Bytes of the row-interleaved copies made at load for the running kernels (0 if none).
+  size_t interleaved_bytes() const { return interleaved_bytes_; }
   // Identifies the weights (config, tensor types and shapes, and sampled bytes of every tensor):
   // cache files of one model are refused by another.
   uint64_t fingerprint() const { return fingerprint_; }
@@ -79,6 +81,11 @@ class Model {
   float embedding_scale_ = 1;
   uint64_t fingerprint_ = 0;
   std::shared_ptr<void> owner_;
+  // Row-interleaved copies of the quantized projections (TensorView::interleaved), when the
+  // running kernels use them.
+  void InterleaveProjections();
+  std::shared_ptr<void> interleaved_;
+  size_t interleaved_bytes_ = 0;
   std::string source_;
 };
 

@@ -33,6 +33,11 @@ class MappedFile {
   std::string path_;
 };
 
+// Drops this process's copy of the whole pages inside [p, p + n) of a read-only file mapping
+// (MappedFile): RSS falls, and the pages are read from the file again if touched. For weights that
+// were copied into another layout at load. Never call it on memory that is not a file mapping.
+void ReleaseMappedPages(const void* p, size_t n);
+
 // Reads a whole (small) file into a string: configs, JSON, ids.
 Result<std::string> ReadFileToString(const std::string& path);
 Status WriteStringToFile(const std::string& path, const std::string& contents);

@@ -31,6 +31,9 @@ struct TensorView {
   size_t rows = 0;
   size_t cols = 0;
   const void* data = nullptr;
+  // Optional copy of a quantized matrix in the row-interleaved layout of the integer kernels that
+  // use one (kernels/matmul.h: InterleaveWeights), made once at load; `data` stays the stored form.
+  const void* interleaved = nullptr;
 
   size_t row_bytes() const { return RowBytes(dtype, cols); }
   size_t bytes() const { return rows * row_bytes(); }

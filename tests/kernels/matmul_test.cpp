@@ -113,6 +113,7 @@ struct Case {
   bool pack = true;
   bool pack_as_other_type = false;  // q8_0 <-> q4_0: one packing must serve both
   bool zero_stride = false;         // a single token may come with stride 0
+  bool interleave = false;          // give MatMul the row-interleaved copy (when the target uses one)
 };
 
 std::string Describe(const Case& c) {
@@ -155,8 +156,17 @@ double QuantEmulation(const TensorView& w, const uint8_t* rec, size_t r, double*
 }
 
 void RunCase(const Case& c, std::mt19937& rng) {
-  SCOPED_TRACE(Describe(c));
-  const Weights w = MakeWeights(c.dtype, c.rows, c.cols, c.w_offset, rng);
+  SCOPED_TRACE(Describe(c) + (c.interleave ? " interleaved" : ""));
+  Weights w = MakeWeights(c.dtype, c.rows, c.cols, c.w_offset, rng);
+  std::vector<uint8_t> interleaved_store;
+  const size_t interleaved_bytes = c.interleave ? InterleavedWeightBytes(w.view) : 0;
+  if (interleaved_bytes > 0) {  // 64-byte aligned, exact size after that (ASan catches over-reads)
+    interleaved_store.resize(interleaved_bytes + 64);
+    const size_t pad = (64 - reinterpret_cast<uintptr_t>(interleaved_store.data()) % 64) % 64;
+    interleaved_store.resize(interleaved_bytes + pad);
+    InterleaveWeights(w.view, interleaved_store.data() + pad);
+    w.view.interleaved = interleaved_store.data() + pad;
+  }
   Inputs in = MakeInputs(c.tokens, c.cols, c.cols + c.x_extra, c.x_offset, rng);
   if (c.zero_stride) in.a.stride = 0;
   std::vector<uint8_t> scratch;
@@ -186,6 +196,19 @@ void RunCase(const Case& c, std::mt19937& rng) {
     packed = own_pack.data();
   }
   const size_t packed_stride = kernels_internal::QuantLayoutFor(c.cols).stride;
+  if (interleaved_bytes > 0 && c.row_begin % 16 == 0) {
+    // The interleaved kernels compute exactly the per-block fold of MatMulInterleavedReference.
+    Activations pa = in.a;
+    pa.packed = packed;
+    pa.packed_stride = packed_stride;
+    std::vector<float> exact(c.tokens * c.rows, 0.0f);
+    MatMulInterleavedReference(w.view, pa, exact.data(), c.rows, c.row_begin, c.row_end);
+    for (size_t r = c.row_begin; r < c.row_end; ++r) {
+      for (size_t t = 0; t < c.tokens; ++t) {
+        ASSERT_EQ(y[t * y_stride + r], exact[t * c.rows + r]) << "vs interleaved reference r=" << r << " t=" << t;
+      }
+    }
+  }
 
   std::vector<float> row(c.cols);
   double rel_sq = 0;
@@ -292,6 +315,11 @@ TEST_P(TargetTest, PackActivationsQuantizes) {
       const uint8_t* rec = scratch.data() + t * layout.stride;
       for (size_t b = 0; b < layout.blocks; ++b) {
         const float* x = a.data + t * a.stride + b * 32;
+        int32_t block_sum = 0, starts[2];
+        for (size_t i = 0; i < 32; ++i) block_sum += static_cast<int8_t>(rec[b * 32 + i]);
+        std::memcpy(starts, rec + layout.bsum_offset + b * 8, 8);
+        ASSERT_EQ(starts[0], -128 * block_sum);
+        ASSERT_EQ(starts[1], -8 * block_sum);
         float amax = 0;
         for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
         for (size_t j = 0; j < 8; ++j) {
@@ -346,6 +374,79 @@ TEST_P(TargetTest, QuantizedAccuracyVsFloat) {
       std::printf("[ accuracy ] %s %s outliers: relative RMS error %.2e, max %.2e (target %s)\n", DTypeName(dtype),
                   outliers ? "with" : "without", rel_rms, rel_max, KernelTargetName());
       EXPECT_LT(rel_rms, outliers ? 3e-2 : 1e-2) << DTypeName(dtype);
+    }
+  }
+}
+
+// Row-interleaved weights: bit-identical to the scalar fold (MatMulInterleavedReference) on targets
+// that read them, ignored by the others; partial panels, slices of whole panels, token tails,
+// misaligned activations and outputs. Prints whether this target used them.
+TEST_P(TargetTest, InterleavedWeights) {
+  std::mt19937 rng(4242);
+  TensorView probe{DType::kQ8_0, 16, 64, nullptr};
+  std::printf("%s: interleaved kernels %s\n", KernelTargetName(), InterleavedWeightBytes(probe) > 0 ? "used" : "not used");
+  const std::pair<size_t, size_t> rows_slices[][3] = {
+      {{16, 0}, {16, 16}, {0, 16}}, {{17, 0}, {17, 16}, {16, 17}}, {{67, 0}, {67, 32}, {48, 67}}, {{40, 0}, {40, 16}, {32, 40}}};
+  size_t i = 0;
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0}) {
+    for (size_t cols : {32, 64, 96, 640, 2048}) {
+      for (const auto& rs : rows_slices) {
+        const size_t rows = rs[0].first;
+        for (size_t tokens : {1, 3, 8, 9, 17}) {
+          if (cols >= 640 && rows * tokens > 300) continue;  // keep the reference cheap
+          const auto slice = rs[1 + i % 2];
+          ++i;
+          Case c{dtype, rows, cols, tokens, slice.first, slice.second};
+          c.interleave = true;
+          c.x_offset = i % 3;
+          c.x_extra = i % 2 == 0 ? 0 : 7;
+          c.y_offset = i % 4;
+          c.y_extra = i % 3 == 0 ? 0 : 5;
+          c.pack = i % 5 != 0;
+          c.pack_as_other_type = i % 2 == 1;
+          RunCase(c, rng);
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+// What lets jump-forward and the catalog cache be exact: every output depends only on its own
+// token, so a batch equals its tokens one at a time, bit for bit (interleaved or not).
+TEST_P(TargetTest, BatchEqualsOneTokenAtATime) {
+  std::mt19937 rng(77);
+  for (DType dtype : kAllTypes) {
+    for (bool interleave : {false, true}) {
+      const size_t rows = 48, cols = DTypeIsQuantized(dtype) ? 640 : 100, tokens = 19;
+      Weights w = MakeWeights(dtype, rows, cols, 0, rng);
+      std::vector<uint8_t> store;
+      if (interleave) {
+        const size_t bytes = InterleavedWeightBytes(w.view);
+        if (bytes == 0) continue;
+        store.resize(bytes + 64);
+        void* p = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
+        InterleaveWeights(w.view, p);
+        w.view.interleaved = p;
+      }
+      Inputs in = MakeInputs(tokens, cols, cols, 0, rng);
+      std::vector<uint8_t> scratch(PackedActivationBytes(dtype, cols, tokens));
+      PackActivations(dtype, cols, &in.a, scratch.data());
+      std::vector<float> batch(tokens * rows), single(tokens * rows);
+      MatMul(w.view, in.a, batch.data(), rows, 0, rows);
+      for (size_t t = 0; t < tokens; ++t) {
+        Activations one;
+        one.data = in.a.data + t * cols;
+        one.stride = cols;
+        one.num_tokens = 1;
+        std::vector<uint8_t> s1(PackedActivationBytes(dtype, cols, 1));
+        PackActivations(dtype, cols, &one, s1.data());
+        MatMul(w.view, one, single.data() + t * rows, rows, 0, rows);
+      }
+      for (size_t k = 0; k < batch.size(); ++k) {
+        ASSERT_EQ(batch[k], single[k]) << DTypeName(dtype) << (interleave ? " interleaved" : "") << " row " << k % rows
+                                       << " token " << k / rows;
+      }
     }
   }
 }
