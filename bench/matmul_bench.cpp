@@ -1,8 +1,9 @@
 // MatMul workbench: every weight type on the FunctionGemma-270M shapes, single thread.
 //
 // Names: matmul/<dtype>/<shape>/T<tokens>/<variant>, variant = a SIMD target from KernelTargets()
-// ("AVX3_DL", "AVX2", ... forced via SetKernelTarget) or "reference" (MatMulReference, small cases
-// only). Quantized cases include PackActivations in the timed loop (the runtime packs once per
+// ("AVX3_DL", "AVX2", ... forced via SetKernelTarget), "<target>+interleaved" (quantized weights in
+// the row-interleaved copy the model makes at load, where the target has kernels for it) or
+// "reference" (MatMulReference, small cases only). Quantized cases include PackActivations in the timed loop (the runtime packs once per
 // matmul); pack/<dtype>/... times packing alone.
 // Counters: weight_GB/s = weight bytes streamed per second (the decode figure of merit),
 // GFLOP/s = 2 * rows * cols * tokens per second (the prefill one).
@@ -14,6 +15,7 @@
 // The machine is shared: use repetitions and compare medians.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -90,12 +92,27 @@ std::vector<float> MakeActivations(size_t tokens, size_t cols) {
 
 void RunMatMul(benchmark::State& state, DType dtype, const Shape* shape, size_t tokens, const std::string& variant) {
   const bool reference = variant == "reference";
-  if (!reference && !SetKernelTarget(variant)) {
+  const std::string suffix = "+interleaved";
+  const bool interleave = variant.size() > suffix.size() && variant.ends_with(suffix);
+  const std::string target = interleave ? variant.substr(0, variant.size() - suffix.size()) : variant;
+  if (!reference && !SetKernelTarget(target)) {
     state.SkipWithError("target not available");
     return;
   }
   const std::vector<uint8_t>& weights = Weights(dtype, *shape);
   TensorView w{dtype, shape->rows, shape->cols, weights.data()};
+  std::unique_ptr<uint8_t, decltype(&std::free)> interleaved(nullptr, &std::free);
+  if (interleave) {  // the copy the model makes at load (kernels/matmul.h)
+    const size_t bytes = InterleavedWeightBytes(w);
+    if (bytes == 0) {
+      state.SkipWithError("no interleaved kernel on this target");
+      SetKernelTarget("");
+      return;
+    }
+    interleaved.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    InterleaveWeights(w, interleaved.get());
+    w.interleaved = interleaved.get();
+  }
   const std::vector<float> x = MakeActivations(tokens, shape->cols);
   std::vector<float> y(tokens * shape->rows);
   std::vector<uint8_t> scratch(PackedActivationBytes(dtype, shape->cols, tokens) + 64);
@@ -133,6 +150,11 @@ void RunPack(benchmark::State& state, DType dtype, size_t cols, size_t tokens) {
 
 void RegisterAll() {
   std::vector<std::string> variants = KernelTargets();
+  {
+    const std::string best = variants.front();
+    TensorView probe{DType::kQ8_0, 16, 64, nullptr};
+    if (InterleavedWeightBytes(probe) > 0) variants.insert(variants.begin(), best + "+interleaved");
+  }
   variants.push_back("reference");
   for (DType dtype : kTypes) {
     for (const Shape& shape : kShapes) {
@@ -141,6 +163,7 @@ void RegisterAll() {
         if (head && tokens > 1) continue;  // the runtime computes logits for the last token only
         for (const std::string& v : variants) {
           if (v == "reference" && (head || tokens > 64)) continue;
+          if (v.ends_with("+interleaved") && !DTypeIsQuantized(dtype)) continue;
           const std::string name = std::string("matmul/") + DTypeName(dtype) + "/" + shape.name + "/T" +
                                    std::to_string(tokens) + "/" + v;
           benchmark::RegisterBenchmark(name.c_str(), RunMatMul, dtype, &shape, tokens, v)

@@ -1,7 +1,8 @@
 // Highway implementations of attention.h, plus the scalar references.
 //
-// Scores: each key row is loaded once per vector of columns and multiplied into one accumulator per
-// query head of the group (two per head for groups of 1-2, to keep enough independent FMA chains).
+// Scores: each key row is loaded once per vector of columns and multiplied into two accumulators
+// per query head of the group; two keys share each query load for groups of up to 4 heads, and the
+// group's sums are reduced four heads at a time (one transpose-and-add tree).
 // Mix: for each block of columns the group's accumulators stay in registers across all value rows,
 // so every value row is read once and the output is written once (instead of a load/store of the
 // output per row).
@@ -14,43 +15,77 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "kernels/attention.h"
+#include "kernels/simd_common-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace fgemma {
 namespace HWY_NAMESPACE {
-namespace hn = hwy::HWY_NAMESPACE;
+
+// Scores of kK keys for the G heads of a group. Each (head, key) score is the same sequence of
+// operations whatever keys it is tiled with (two FMA chains over the columns, then StoreSums4's
+// reduction tree for heads in fours), so a key's score never depends on the run layout or on the
+// position of the key in a tile: a batch of positions scores exactly like one position at a time.
+template <size_t G, size_t kK>
+HWY_INLINE void ScoreKeys(const float* q, size_t q_stride, const float* const* keys, size_t hd, float* scores,
+                          size_t scores_stride, size_t j_out) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const size_t vec_end = hd / N * N;
+  hn::Vec<decltype(d)> a0[kK][G], a1[kK][G];
+  for (size_t kk = 0; kk < kK; ++kk)
+    for (size_t g = 0; g < G; ++g) a0[kk][g] = a1[kk][g] = hn::Zero(d);
+  size_t c = 0;
+  for (; c + 2 * N <= vec_end; c += 2 * N) {
+    hn::Vec<decltype(d)> k0[kK], k1[kK];
+    for (size_t kk = 0; kk < kK; ++kk) {
+      k0[kk] = hn::LoadU(d, keys[kk] + c);
+      k1[kk] = hn::LoadU(d, keys[kk] + c + N);
+    }
+    for (size_t g = 0; g < G; ++g) {
+      const auto q0 = hn::LoadU(d, q + g * q_stride + c), q1 = hn::LoadU(d, q + g * q_stride + c + N);
+      for (size_t kk = 0; kk < kK; ++kk) {
+        a0[kk][g] = hn::MulAdd(q0, k0[kk], a0[kk][g]);
+        a1[kk][g] = hn::MulAdd(q1, k1[kk], a1[kk][g]);
+      }
+    }
+  }
+  for (; c < vec_end; c += N) {
+    for (size_t g = 0; g < G; ++g) {
+      const auto q0 = hn::LoadU(d, q + g * q_stride + c);
+      for (size_t kk = 0; kk < kK; ++kk) a0[kk][g] = hn::MulAdd(q0, hn::LoadU(d, keys[kk] + c), a0[kk][g]);
+    }
+  }
+  for (size_t kk = 0; kk < kK; ++kk) {
+    constexpr size_t kPadded = (G + 3) / 4 * 4;
+    hn::Vec<decltype(d)> sum[kPadded];
+    for (size_t g = 0; g < kPadded; ++g) sum[g] = g < G ? hn::Add(a0[kk][g], a1[kk][g]) : hn::Zero(d);
+    float s[kPadded];
+    for (size_t g = 0; g < kPadded; g += 4) StoreSums4(d, sum[g], sum[g + 1], sum[g + 2], sum[g + 3], s + g);
+    for (size_t g = 0; g < G; ++g) {
+      for (size_t t = vec_end; t < hd; ++t) s[g] += q[g * q_stride + t] * keys[kk][t];
+      scores[g * scores_stride + j_out + kk] = s[g];
+    }
+  }
+}
 
 template <size_t G>
 HWY_INLINE void ScoresT(const float* q, size_t q_stride, const KvRun* runs, size_t num_runs, size_t kv_stride,
                         size_t hd, float* scores, size_t scores_stride) {
-  const hn::ScalableTag<float> d;
-  const size_t N = hn::Lanes(d);
-  const size_t vec_end = hd / N * N;
-  size_t j_out = 0;
+  // Two keys per pass share the query loads while 2 * G * 2 accumulators fit in registers.
+  constexpr size_t kK = G <= 4 ? 2 : 1;
+  const float* keys[kK];
+  size_t pending = 0, j_out = 0;
   for (size_t r = 0; r < num_runs; ++r) {
-    for (size_t j = 0; j < runs[r].count; ++j, ++j_out) {
-      const float* k = runs[r].rows + j * kv_stride;
-      hn::Vec<decltype(d)> a0[G], a1[G];
-      for (size_t g = 0; g < G; ++g) a0[g] = a1[g] = hn::Zero(d);
-      size_t c = 0;
-      for (; c + 2 * N <= vec_end; c += 2 * N) {
-        const auto k0 = hn::LoadU(d, k + c), k1 = hn::LoadU(d, k + c + N);
-        for (size_t g = 0; g < G; ++g) {
-          a0[g] = hn::MulAdd(hn::LoadU(d, q + g * q_stride + c), k0, a0[g]);
-          a1[g] = hn::MulAdd(hn::LoadU(d, q + g * q_stride + c + N), k1, a1[g]);
-        }
-      }
-      for (; c < vec_end; c += N) {
-        const auto k0 = hn::LoadU(d, k + c);
-        for (size_t g = 0; g < G; ++g) a0[g] = hn::MulAdd(hn::LoadU(d, q + g * q_stride + c), k0, a0[g]);
-      }
-      for (size_t g = 0; g < G; ++g) {
-        float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0[g], a1[g])));
-        for (size_t t = vec_end; t < hd; ++t) s += q[g * q_stride + t] * k[t];
-        scores[g * scores_stride + j_out] = s;
+    for (size_t j = 0; j < runs[r].count; ++j) {
+      keys[pending++] = runs[r].rows + j * kv_stride;
+      if (pending == kK) {
+        ScoreKeys<G, kK>(q, q_stride, keys, hd, scores, scores_stride, j_out);
+        j_out += kK;
+        pending = 0;
       }
     }
   }
+  if (pending > 0) ScoreKeys<G, 1>(q, q_stride, keys, hd, scores, scores_stride, j_out);
 }
 
 // Output columns [c0, c0 + kV * N) of every head of the group.

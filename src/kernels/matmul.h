@@ -66,6 +66,13 @@ void MatMulReference(const TensorView& w, const Activations& a, float* y, size_t
 // so a batch of tokens gives bit-identical outputs to the same tokens one at a time.
 size_t InterleavedWeightBytes(const TensorView& w);
 void InterleaveWeights(const TensorView& w, void* out);
+// Rows [r0, r1) of `w` as a tensor of their own; keeps the interleaved copy when r0 is a multiple
+// of 16 (a whole panel), else drops it. The interleaved kernels' output rows do not depend on the
+// slicing, so a slice gives the same bits as the same rows of the whole matrix.
+TensorView RowSlice(const TensorView& w, size_t r0, size_t r1);
+// Row r as float32, like DequantizeRow, but read from the interleaved copy when there is one (the
+// stored pages of an interleaved matrix were released at load; reading them back would grow RSS).
+void LookupRow(const TensorView& w, size_t r, float* out);
 // Reference for the interleaved kernels (tests): the fold above in scalar code, from w.data and
 // a.packed. Bit-identical to MatMul on interleaved weights.
 void MatMulInterleavedReference(const TensorView& w, const Activations& a, float* y, size_t y_stride,

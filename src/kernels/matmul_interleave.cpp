@@ -55,6 +55,48 @@ void InterleaveWeights(const TensorView& w, void* out) {
   }
 }
 
+TensorView RowSlice(const TensorView& w, size_t r0, size_t r1) {
+  TensorView s = w;
+  s.data = w.row(r0);
+  s.rows = r1 - r0;
+  s.interleaved = nullptr;
+  if (w.interleaved != nullptr && r0 % kInterleaveRows == 0) {
+    s.interleaved = static_cast<const uint8_t*>(w.interleaved) +
+                    r0 / kInterleaveRows * kernels_internal::InterleavedPanelBytes(w.dtype, w.cols);
+  }
+  return s;
+}
+
+void LookupRow(const TensorView& w, size_t r, float* out) {
+  if (w.interleaved == nullptr) {
+    DequantizeRow(w, r, out);
+    return;
+  }
+  const size_t nb = w.cols / 32, lane = r % kInterleaveRows;
+  const bool q8 = w.dtype == DType::kQ8_0;
+  const uint8_t* panel = static_cast<const uint8_t*>(w.interleaved) +
+                         r / kInterleaveRows * kernels_internal::InterleavedPanelBytes(w.dtype, w.cols);
+  const size_t scale_bytes = kernels_internal::InterleavedScaleBytes(w.cols);
+  for (size_t b = 0; b < nb; ++b) {
+    uint16_t h;
+    std::memcpy(&h, panel + (b * kInterleaveRows + lane) * 2, 2);
+    const float d = F16ToF32(h);
+    const uint8_t* q = panel + scale_bytes + b * (q8 ? 512 : 256) + lane * 4;
+    float* o = out + b * 32;
+    for (size_t g = 0; g < (q8 ? 8u : 4u); ++g) {
+      for (size_t i = 0; i < 4; ++i) {
+        const uint8_t byte = q[g * 64 + i];
+        if (q8) {
+          o[4 * g + i] = d * static_cast<float>(static_cast<int>(byte) - 128);
+        } else {
+          o[4 * g + i] = d * static_cast<float>((byte & 15) - 8);
+          o[16 + 4 * g + i] = d * static_cast<float>((byte >> 4) - 8);
+        }
+      }
+    }
+  }
+}
+
 void MatMulInterleavedReference(const TensorView& w, const Activations& a, float* y, size_t y_stride,
                                 size_t row_begin, size_t row_end) {
   const kernels_internal::QuantLayout layout = kernels_internal::QuantLayoutFor(w.cols);

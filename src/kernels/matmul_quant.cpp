@@ -199,22 +199,28 @@ struct InterleavedKernel {
     for (size_t t = 0; t < kT; ++t) x[t] = job.token(token + t);
     __m512 acc[kT];
     for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
+    // Unrolled over tokens so acc stays in registers (GCC keeps a rolled loop's acc on the stack);
+    // one block at a time so the 8 group vectors fit beside them.
+#pragma GCC unroll 1
     for (size_t b = 0; b < nb; ++b) {
       __m512i g[8];
       LoadGroups(q + b * kGroupBytes, g);
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * 32)));
+      const size_t q_at = b * 32, start_at = job.bsum_offset + (b * 2 + kBsumIndex) * 4, dx_at = job.d8_offset + b * 32;
+#pragma GCC unroll 8
       for (size_t t = 0; t < kT; ++t) {
         const uint8_t* xt = x[t];
         int32_t start;
-        std::memcpy(&start, xt + job.bsum_offset + (b * 2 + kBsumIndex) * 4, 4);
+        std::memcpy(&start, xt + start_at, 4);
         __m512i dot = _mm512_set1_epi32(start);
+#pragma GCC unroll 8
         for (size_t i = 0; i < 8; ++i) {
           int32_t four;
-          std::memcpy(&four, xt + b * 32 + 4 * i, 4);
+          std::memcpy(&four, xt + q_at + 4 * i, 4);
           dot = _mm512_dpbusd_epi32(dot, g[i], _mm512_set1_epi32(four));
         }
         float dx;
-        std::memcpy(&dx, xt + job.d8_offset + b * 32, 4);
+        std::memcpy(&dx, xt + dx_at, 4);
         acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[t]);
       }
     }

@@ -146,6 +146,22 @@ Status Gemma3Forward::ZeroState(size_t n) {
   return Status::Ok();
 }
 
+// Calls fn(t0, t1) on ranges that cover [0, n): spread over the pool for a batch, inline for a few
+// tokens (decode). Every per-token step is independent of the split, so results are the same bits.
+template <typename Fn>
+static void ForTokens(ThreadPool& pool, size_t n, Fn&& fn) {
+  const size_t threads = static_cast<size_t>(pool.num_threads());
+  if (threads == 1 || n < 8) {
+    fn(size_t{0}, n);
+    return;
+  }
+  const size_t per = (n + threads - 1) / threads;
+  pool.Run(threads, [&](size_t task, int) {
+    const size_t t0 = task * per, t1 = std::min(n, t0 + per);
+    if (t0 < t1) fn(t0, t1);
+  });
+}
+
 void Gemma3Forward::MatMulParallel(std::initializer_list<Projection> projections, const float* x, size_t n,
                                    size_t x_stride, ThreadPool& pool) {
   const TensorView& first = *projections.begin()->w;
@@ -163,7 +179,18 @@ void Gemma3Forward::MatMulParallel(std::initializer_list<Projection> projections
   a.data = x;
   a.stride = x_stride;
   a.num_tokens = n;
-  if (PackedActivationBytes(first.dtype, first.cols, n) > 0) PackActivations(first.dtype, first.cols, &a, packed_.data());
+  if (PackedActivationBytes(first.dtype, first.cols, n) > 0) {
+    // Token records are independent: pack slices of the batch in parallel.
+    const size_t record = PackedActivationBytes(first.dtype, first.cols, 1);
+    ForTokens(pool, n, [&](size_t t0, size_t t1) {
+      Activations part = a;
+      part.data = x + t0 * x_stride;
+      part.num_tokens = t1 - t0;
+      PackActivations(first.dtype, first.cols, &part, packed_.data() + t0 * record);
+    });
+    a.packed = packed_.data();
+    a.packed_stride = record;
+  }
   // ~4 slices per thread balance uneven progress; 16-row multiples suit every kernel's tiling.
   const size_t threads = static_cast<size_t>(pool.num_threads());
   size_t block = (total_rows + threads * 4 - 1) / (threads * 4);
@@ -257,7 +284,7 @@ void Gemma3Forward::Run(std::span<const int32_t> tokens, size_t start, ThreadPoo
   const TensorView& embed = model_.embedding();
   for (size_t t = 0; t < n; ++t) {
     float* x = x_.data() + t * H;
-    DequantizeRow(embed, static_cast<size_t>(tokens[t]), x);
+    LookupRow(embed, static_cast<size_t>(tokens[t]), x);
     Scale(x, model_.embedding_scale(), H);
   }
   // 2. RoPE angles for each position, per layer kind: cos/sin[n, half].
@@ -273,26 +300,30 @@ void Gemma3Forward::Run(std::span<const int32_t> tokens, size_t start, ThreadPoo
     const size_t kind = KindIndex(L.kind);
 
     // 3. Attention block input: xn = input_norm(x).
-    for (size_t t = 0; t < n; ++t) RmsNorm(x_.data() + t * H, L.input_norm.data(), eps, H, xn_.data() + t * H);
+    ForTokens(pool, n, [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; ++t) RmsNorm(x_.data() + t * H, L.input_norm.data(), eps, H, xn_.data() + t * H);
+    });
     // 4. Projections: q[n, Q], k[n, KV], v[n, KV].
     MatMulParallel({{&L.q_proj, q_.data(), Q}, {&L.k_proj, k_.data(), KV}, {&L.v_proj, v_.data(), KV}}, xn_.data(), n,
                    H, pool);
     // 5. Per-head q/k RMSNorm, RoPE, and the query scale.
-    for (size_t t = 0; t < n; ++t) {
-      const float* cs = rope_cos_[kind].data() + t * half;
-      const float* sn = rope_sin_[kind].data() + t * half;
-      for (size_t h = 0; h < heads; ++h) {
-        float* q = q_.data() + t * Q + h * hd;
-        RmsNorm(q, L.q_norm.data(), eps, hd, q);
-        ApplyRope(q, cs, sn, hd);
-        Scale(q, q_scale, hd);
+    ForTokens(pool, n, [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; ++t) {
+        const float* cs = rope_cos_[kind].data() + t * half;
+        const float* sn = rope_sin_[kind].data() + t * half;
+        for (size_t h = 0; h < heads; ++h) {
+          float* q = q_.data() + t * Q + h * hd;
+          RmsNorm(q, L.q_norm.data(), eps, hd, q);
+          ApplyRope(q, cs, sn, hd);
+          Scale(q, q_scale, hd);
+        }
+        for (size_t h = 0; h < kv_heads; ++h) {
+          float* k = k_.data() + t * KV + h * hd;
+          RmsNorm(k, L.k_norm.data(), eps, hd, k);
+          ApplyRope(k, cs, sn, hd);
+        }
       }
-      for (size_t h = 0; h < kv_heads; ++h) {
-        float* k = k_.data() + t * KV + h * hd;
-        RmsNorm(k, L.k_norm.data(), eps, hd, k);
-        ApplyRope(k, cs, sn, hd);
-      }
-    }
+    });
     // 6. Global layers store the chunk's keys/values before attending (rows = positions).
     if (L.kind == LayerKind::kGlobal) {
       std::memcpy(lc.keys.data() + start * KV, k_.data(), n * KV * sizeof(float));
@@ -311,22 +342,30 @@ void Gemma3Forward::Run(std::span<const int32_t> tokens, size_t start, ThreadPoo
     }
     // 9. Output projection, post-attention norm, residual: x += post_attn_norm(o_proj(attn)).
     MatMulParallel({{&L.o_proj, proj_.data(), H}}, attn_.data(), n, Q, pool);
-    for (size_t t = 0; t < n; ++t) {
-      float* p = proj_.data() + t * H;
-      RmsNorm(p, L.post_attn_norm.data(), eps, H, p);
-      AddInPlace(x_.data() + t * H, p, H);
-    }
+    ForTokens(pool, n, [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; ++t) {
+        float* p = proj_.data() + t * H;
+        RmsNorm(p, L.post_attn_norm.data(), eps, H, p);
+        AddInPlace(x_.data() + t * H, p, H);
+      }
+    });
     // 10. MLP: xn = pre_ffn_norm(x); gate/up [n, I]; down(gelu_tanh(gate) * up) -> proj [n, H].
-    for (size_t t = 0; t < n; ++t) RmsNorm(x_.data() + t * H, L.pre_ffn_norm.data(), eps, H, xn_.data() + t * H);
+    ForTokens(pool, n, [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; ++t) RmsNorm(x_.data() + t * H, L.pre_ffn_norm.data(), eps, H, xn_.data() + t * H);
+    });
     MatMulParallel({{&L.gate_proj, gate_.data(), I}, {&L.up_proj, up_.data(), I}}, xn_.data(), n, H, pool);
-    for (size_t t = 0; t < n; ++t) GeluTanhMul(gate_.data() + t * I, up_.data() + t * I, I);
+    ForTokens(pool, n, [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; ++t) GeluTanhMul(gate_.data() + t * I, up_.data() + t * I, I);
+    });
     MatMulParallel({{&L.down_proj, proj_.data(), H}}, gate_.data(), n, I, pool);
     // 11. Post-FFN norm and residual: x += post_ffn_norm(mlp).
-    for (size_t t = 0; t < n; ++t) {
-      float* p = proj_.data() + t * H;
-      RmsNorm(p, L.post_ffn_norm.data(), eps, H, p);
-      AddInPlace(x_.data() + t * H, p, H);
-    }
+    ForTokens(pool, n, [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; ++t) {
+        float* p = proj_.data() + t * H;
+        RmsNorm(p, L.post_ffn_norm.data(), eps, H, p);
+        AddInPlace(x_.data() + t * H, p, H);
+      }
+    });
     if (observer != nullptr && *observer) (*observer)(l, x_.data(), n);
   }
   // 12. Final norm into xn (the head reads it).

@@ -129,24 +129,28 @@ Result<std::unique_ptr<Model>> Model::Assemble(const ModelConfig& config, const 
       fp = Hash64(n->data(), n->size() * sizeof(float), fp);
   }
   model->fingerprint_ = Hash64(model->final_norm_.data(), model->final_norm_.size() * sizeof(float), fp);
-  model->InterleaveProjections();
+  model->InterleaveForKernels();
   return model;
 }
 
-void Model::InterleaveProjections() {
-  // One 64-byte aligned buffer for every projection the running kernels read row-interleaved
+void Model::InterleaveForKernels() {
+  // One 64-byte aligned buffer for every matrix the running kernels read row-interleaved
   // (quantized weights on AVX-512 VNNI); nothing on other targets and for float weights.
   // FGEMMA_INTERLEAVE=0 turns it off (for comparisons: the stored layout's kernels then run).
   if (const char* env = std::getenv("FGEMMA_INTERLEAVE"); env != nullptr && std::string(env) == "0") return;
+  // The tied embedding too: as the head it is the largest matrix of every decode step (its rows
+  // for token lookups are still read from the stored form).
   std::vector<TensorView*> views;
   size_t total = 0;
+  auto add = [&](TensorView* v) {
+    const size_t bytes = InterleavedWeightBytes(*v);
+    if (bytes == 0) return;
+    views.push_back(v);
+    total += (bytes + 63) / 64 * 64;
+  };
+  add(&embedding_);
   for (auto& L : layers_) {
-    for (TensorView* v : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) {
-      const size_t bytes = InterleavedWeightBytes(*v);
-      if (bytes == 0) continue;
-      views.push_back(v);
-      total += (bytes + 63) / 64 * 64;
-    }
+    for (TensorView* v : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) add(v);
   }
   if (total == 0) return;
   constexpr size_t kHugePage = size_t{2} << 20;  // fewer page faults while filling it
@@ -162,12 +166,22 @@ void Model::InterleaveProjections() {
     v->interleaved = at;
     at += (InterleavedWeightBytes(*v) + 63) / 64 * 64;
   }
-  // Filling it is mostly first-touch page faults (zeroing fresh pages): two threads halve the time.
-  auto fill = [&views](size_t first, size_t step) {
-    for (size_t i = first; i < views.size(); i += step) {
-      InterleaveWeights(*views[i], const_cast<void*>(views[i]->interleaved));
-      // The stored form stays mapped (convert, fingerprints) but leaves RSS until read again.
-      ReleaseMappedPages(views[i]->data, views[i]->bytes());
+  // Filling it is mostly first-touch page faults (zeroing fresh pages): two threads share chunks
+  // of 4096 rows (whole panels, so each chunk is a RowSlice with its own part of the copy).
+  struct Chunk {
+    const TensorView* v;
+    size_t r0, r1;
+  };
+  std::vector<Chunk> chunks;
+  for (const TensorView* v : views) {
+    for (size_t r0 = 0; r0 < v->rows; r0 += 4096) chunks.push_back({v, r0, std::min(v->rows, r0 + 4096)});
+  }
+  auto fill = [&chunks](size_t first, size_t step) {
+    for (size_t i = first; i < chunks.size(); i += step) {
+      const TensorView slice = RowSlice(*chunks[i].v, chunks[i].r0, chunks[i].r1);
+      InterleaveWeights(slice, const_cast<void*>(slice.interleaved));
+      // The stored form stays mapped (lookups, convert, fingerprints) but leaves RSS until read again.
+      ReleaseMappedPages(slice.data, slice.bytes());
     }
   };
   std::thread helper(fill, 1, 2);

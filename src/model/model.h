@@ -81,9 +81,9 @@ class Model {
   float embedding_scale_ = 1;
   uint64_t fingerprint_ = 0;
   std::shared_ptr<void> owner_;
-  // Row-interleaved copies of the quantized projections (TensorView::interleaved), when the
-  // running kernels use them.
-  void InterleaveProjections();
+  // Row-interleaved copies of the quantized matrices (TensorView::interleaved), when the running
+  // kernels use them.
+  void InterleaveForKernels();
   std::shared_ptr<void> interleaved_;
   size_t interleaved_bytes_ = 0;
   std::string source_;

@@ -1,6 +1,7 @@
 #include "runtime/lm_head.h"
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "kernels/matmul.h"
@@ -8,14 +9,6 @@
 namespace fgemma {
 namespace {
 constexpr size_t kBlockRows = 2048;  // 2048 x 640 bf16 = 2.6 MB of weights per task
-
-// Rows [r0, r1) of `t` as a tensor of their own.
-TensorView RowSlice(const TensorView& t, size_t r0, size_t r1) {
-  TensorView s = t;
-  s.data = t.row(r0);
-  s.rows = r1 - r0;
-  return s;
-}
 
 inline bool Better(float v, int32_t id, float best_v, int32_t best_id) {
   return v > best_v || (v == best_v && id < best_id);
@@ -68,9 +61,25 @@ void LmHead::Compute(const float* hidden, HeadRequest& req, ThreadPool& pool) {
       const size_t i0 = task * per_task, i1 = std::min(n, i0 + per_task);
       // out[k] holds candidate i0 + k: the caller's logits, or this thread's scratch (per_task <= kBlockRows).
       float* out = req.logits ? req.logits + i0 : block_scratch_.data() + static_cast<size_t>(thread) * kBlockRows;
-      for (size_t i = i0; i < i1; ++i) {
-        const size_t row = static_cast<size_t>(req.candidates[i]);
-        MatMul(RowSlice(E, row, row + 1), a, out + (i - i0), 0, 0, 1);
+      if (E.interleaved == nullptr) {
+        for (size_t i = i0; i < i1; ++i) {
+          const size_t row = static_cast<size_t>(req.candidates[i]);
+          MatMul(RowSlice(E, row, row + 1), a, out + (i - i0), 0, 0, 1);
+        }
+      } else {
+        // Interleaved rows come 16 to a panel: compute the candidate's whole panel (the same bits
+        // as the full head gives that row), reusing it for neighbouring candidates.
+        float panel[16];
+        size_t panel_row = SIZE_MAX;
+        for (size_t i = i0; i < i1; ++i) {
+          const size_t row = static_cast<size_t>(req.candidates[i]);
+          if (row / 16 * 16 != panel_row) {
+            panel_row = row / 16 * 16;
+            MatMul(RowSlice(E, panel_row, std::min(E.rows, panel_row + 16)), a, panel, 0, 0,
+                   std::min(E.rows, panel_row + 16) - panel_row);
+          }
+          out[i - i0] = panel[row - panel_row];
+        }
       }
       finish(out, i1 - i0, 0, req.candidates.data() + i0, thread);
     });

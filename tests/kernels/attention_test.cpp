@@ -96,6 +96,30 @@ TEST_P(AttentionKernelTest, ScoresAndMixMatchTheReference) {
   }
 }
 
+// A key's score must not depend on how the keys are split into runs or tiled (a batch of positions
+// sees its keys in other runs than one position at a time): every split gives the same bits.
+TEST_P(AttentionKernelTest, ScoresDoNotDependOnRunSplits) {
+  std::mt19937 rng(5);
+  for (size_t groups : {1, 3, 4, 8}) {
+    const size_t hd = 256, total = 23;
+    const std::vector<float> k = RandomNormal(total * hd, rng), q = RandomNormal(groups * hd, rng);
+    std::vector<float> whole(groups * total);
+    const KvRun one{k.data(), total};
+    AttentionScores(q.data(), hd, groups, &one, 1, hd, hd, whole.data(), total);
+    for (const std::vector<size_t>& split : std::vector<std::vector<size_t>>{{1, 22}, {2, 1, 20}, {11, 11, 1}, {22, 1}}) {
+      std::vector<KvRun> runs;
+      size_t at = 0;
+      for (size_t len : split) {
+        runs.push_back({k.data() + at * hd, len});
+        at += len;
+      }
+      std::vector<float> got(groups * total);
+      AttentionScores(q.data(), hd, groups, runs.data(), runs.size(), hd, hd, got.data(), total);
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], whole[i]) << "groups " << groups << " index " << i;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, AttentionKernelTest, ::testing::ValuesIn(KernelTargets()),
                          test::TargetParamName);
 

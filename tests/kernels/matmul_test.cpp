@@ -412,6 +412,32 @@ TEST_P(TargetTest, InterleavedWeights) {
   }
 }
 
+// Token lookups read rows back from the interleaved copy: the same floats as the stored rows.
+TEST(InterleavedWeights, LookupRowEqualsDequantizeRow) {
+  std::mt19937 rng(8);
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0}) {
+    Weights w = MakeWeights(dtype, 37, 96, 0, rng);
+    const size_t bytes = InterleavedWeightBytes(w.view);
+    if (bytes == 0) GTEST_SKIP() << KernelTargetName() << " has no interleaved kernels";
+    std::vector<uint8_t> store(bytes);
+    InterleaveWeights(w.view, store.data());
+    TensorView iv = w.view;
+    iv.interleaved = store.data();
+    std::vector<float> want(96), got(96);
+    for (size_t r = 0; r < 37; ++r) {
+      DequantizeRow(w.view, r, want.data());
+      LookupRow(iv, r, got.data());
+      ASSERT_EQ(got, want) << DTypeName(dtype) << " row " << r;
+      // A slice starting at a panel keeps the copy; elsewhere it falls back to the stored rows.
+      const TensorView slice = RowSlice(iv, r / 16 * 16, 37);
+      ASSERT_EQ(slice.interleaved != nullptr, true);
+      LookupRow(slice, r % 16, got.data());
+      ASSERT_EQ(got, want);
+      EXPECT_EQ(RowSlice(iv, 1, 37).interleaved, nullptr);
+    }
+  }
+}
+
 // What lets jump-forward and the catalog cache be exact: every output depends only on its own
 // token, so a batch equals its tokens one at a time, bit for bit (interleaved or not).
 TEST_P(TargetTest, BatchEqualsOneTokenAtATime) {
