@@ -38,6 +38,24 @@ Result<ConstraintVocab> ConstraintVocab::Build(const Tokenizer& tok) {
   for (auto& s : v.symbol_of_) {
     if (s == -3) s = -2;
   }
+  // Text room each byte token needs: its length, or more when it ends in a lead byte whose
+  // character would continue past it (CallMatcher::FitsWholeCharacter checks i + 1 + k <= room for
+  // a lead byte at offset i with k continuation bytes).
+  v.need_.assign(static_cast<size_t>(n), 0);
+  for (int32_t id : v.order_) {
+    const std::string& b = v.bytes_[static_cast<size_t>(id)];
+    size_t need = b.size();
+    for (size_t i = 0; i < b.size(); ++i) {
+      const uint8_t c = static_cast<uint8_t>(b[i]);
+      const size_t k = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+      need = std::max(need, i + 1 + k);
+    }
+    v.need_[static_cast<size_t>(id)] = static_cast<uint16_t>(std::min<size_t>(need, 65535));
+    v.max_need_ = std::max(v.max_need_, need);
+  }
+  v.by_need_ = v.order_;
+  std::stable_sort(v.by_need_.begin(), v.by_need_.end(),
+                   [&](int32_t a, int32_t b) { return v.need_[static_cast<size_t>(a)] > v.need_[static_cast<size_t>(b)]; });
   std::sort(v.order_.begin(), v.order_.end(), [&](int32_t a, int32_t b) { return v.bytes_[a] < v.bytes_[b]; });
   v.lcp_.resize(v.order_.size());
   for (size_t i = 0; i < v.order_.size(); ++i) {
@@ -63,14 +81,41 @@ void ConstraintVocab::Allowed(const CallMatcher& state, Scratch& scratch, std::v
                               const TextSet** text) const {
   *text = nullptr;
   uint32_t key = 0, room = 0;
-  if (state.TextState(&key, &room) && room >= max_len_) {
-    // With room for the longest token, acceptance depends only on the text state.
-    auto find = [&] {  // caller holds the lock
-      for (const auto& [k, set] : text_sets_->sets) {
-        if (k == key) return set.get();
+  const bool in_text = state.TextState(&key, &room);
+  auto find = [&] {  // caller holds the lock
+    for (const auto& [k, set] : text_sets_->sets) {
+      if (k == key) return set.get();
+    }
+    return static_cast<const TextSet*>(nullptr);
+  };
+  if (in_text && room < max_need_) {
+    // Near the cap: the state's full-room set, less the tokens that need more room than is left
+    // (the same test the matcher applies byte by byte). Computed afresh: a bitmask pass.
+    const TextSet* base = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(text_sets_->mu);
+      base = find();
+    }
+    if (base != nullptr) {
+      TextSet& set = scratch.room_set;
+      set.mask.assign(base->mask.begin(), base->mask.end());
+      set.count = base->count;
+      for (int32_t id : by_need_) {  // longest needs first: stop at the first that fits
+        if (need_[static_cast<size_t>(id)] <= room) break;
+        uint64_t& word = set.mask[static_cast<uint32_t>(id) >> 6];
+        const uint64_t bit = 1ull << (id & 63);
+        if (word & bit) {
+          word &= ~bit;
+          --set.count;
+        }
       }
-      return static_cast<const TextSet*>(nullptr);
-    };
+      *text = &set;
+      out->clear();
+    } else {
+      Search(state, scratch, out);  // this state's full-room set is not known yet
+    }
+  } else if (in_text) {
+    // With room for every token, acceptance depends only on the text state.
     {
       std::lock_guard<std::mutex> lock(text_sets_->mu);
       *text = find();

@@ -22,21 +22,23 @@ class ConstraintVocab {
  public:
   static Result<ConstraintVocab> Build(const Tokenizer& tokenizer);
 
+  struct TextSet {
+    std::vector<uint64_t> mask;
+    size_t count = 0;
+  };
   struct Scratch {
     std::vector<CallMatcher> states;  // matcher after 0..max_len bytes of the current entry
+    TextSet room_set;                 // a free-text set cut to the room left under a cap
   };
   Scratch NewScratch(const CallMatcher& prototype) const;
 
   // Ordinary tokens accepted in free text (inside a string or a text answer, with room for the
   // longest token): nearly the whole vocabulary, and the same set for every grammar and request in
   // the same text state (CallMatcher::TextState), so it is computed once per state and shared by all
-  // generators and threads, as a bitmask over token ids.
-  struct TextSet {
-    std::vector<uint64_t> mask;
-    size_t count = 0;
-  };
-  // The tokens the matcher accepts next. Either `*text` is set to a shared free-text set and `out`
-  // (cleared first) gets the accepted control tokens only, or `*text` is null and `out` gets every
+  // generators and threads, as a bitmask over token ids. Near a length cap the set is that one less
+  // the tokens needing more room than is left (a bitmask pass into the Scratch, not a search).
+  // The tokens the matcher accepts next. Either `*text` is set to a free-text set (shared, or in
+  // `scratch` until the next call) and `out` (cleared first) gets the accepted control tokens only, or `*text` is null and `out` gets every
   // accepted token id (in no particular order). `scratch` must come from NewScratch().
   void Allowed(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out, const TextSet** text) const;
   // The search itself, over every ordinary token (Allowed adds control tokens and caching).
@@ -50,6 +52,10 @@ class ConstraintVocab {
   void ForcedTokens(const CallMatcher& state, std::vector<int32_t>* out) const;
 
   int32_t vocab_size() const { return static_cast<int32_t>(symbol_of_.size()); }
+  // Control symbol of token `id` (>= 256), -1 for a byte token, -2 for one never generated.
+  int SymbolOf(int32_t id) const { return symbol_of_[static_cast<size_t>(id)]; }
+  // The most text room any token needs (below it, Allowed cuts the free-text set by room).
+  size_t max_token_room() const { return max_need_; }
 
  private:
   const Tokenizer* tokenizer_ = nullptr;
@@ -59,6 +65,9 @@ class ConstraintVocab {
   std::vector<int32_t> order_;           // byte-token ids sorted by bytes
   std::vector<uint16_t> lcp_;            // common prefix with the previous entry in order_
   size_t max_len_ = 0;
+  std::vector<uint16_t> need_;           // per id: text room a byte token needs (see Build)
+  size_t max_need_ = 0;
+  std::vector<int32_t> by_need_;         // byte-token ids, largest need first
   struct TextSetCache {
     std::mutex mu;
     std::vector<std::pair<uint32_t, std::unique_ptr<const TextSet>>> sets;  // never shrinks

@@ -102,6 +102,67 @@ TEST(CallGrammar, CappedTextNeverEndsInHalfACharacter) {
   EXPECT_TRUE(full.Feed(kSymEndOfTurn));
 }
 
+// Near a string's or a text's byte cap the allowed set is the full-room set cut by each token's
+// room need: it must equal a full vocabulary search at every fill level, ASCII or mid-character.
+TEST(ConstraintVocab, AllowedNearTheCapEqualsTheSearch) {
+  auto& w = ConstrainedWorld::Get();
+  auto tools = ParseTools(OrderedJson::parse(R"([{"type":"function","function":{"name":"note","description":"d",
+    "parameters":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}}])"));
+  ASSERT_TRUE(tools.ok());
+  const size_t cap = w.vocab.max_token_room() + 8;  // starts with room for every token
+  GrammarLimits limits;
+  limits.max_text_bytes = static_cast<uint32_t>(cap);
+  limits.max_string_bytes = static_cast<uint32_t>(cap);
+  auto g = CallGrammar::Compile(tools.value(), ToolChoice{}, limits).value();
+  auto set_of = [&](const CallMatcher& m, bool search) {
+    auto scratch = w.vocab.NewScratch(m);
+    std::vector<int32_t> ids;
+    const ConstraintVocab::TextSet* text = nullptr;
+    if (search) {
+      w.vocab.Search(m, scratch, &ids);
+    } else {
+      w.vocab.Allowed(m, scratch, &ids, &text);
+    }
+    std::vector<bool> in(static_cast<size_t>(w.vocab.vocab_size()), false);
+    for (int32_t id : ids) in[static_cast<size_t>(id)] = true;
+    if (text != nullptr) {
+      for (size_t id = 0; id < in.size(); ++id)
+        if (text->mask[id >> 6] >> (id & 63) & 1) in[id] = true;
+    }
+    return in;
+  };
+  size_t checked = 0;
+  for (const std::string prefix : {std::string("<start_function_call>call:note{text:<escape>"), std::string()}) {
+    for (const std::string unit : {std::string("a"), std::string("\xE4\xB8\x80"), std::string("\xC3")}) {
+      CallMatcher m(&g);
+      ASSERT_TRUE(FeedText(m, prefix));
+      (void)set_of(m, false);  // the full-room set of this state, cached as the first step would
+      for (size_t used = 6; used + (unit == "\xC3" ? 2 : unit.size()) <= cap; used += unit == "\xC3" ? 1 : unit.size()) {
+        CallMatcher at(m);
+        if (unit == "\xC3") {  // a pending continuation byte: "a" x used, then lead byte 0xC3
+          ASSERT_TRUE(at.FeedBytes(std::string(used, 'a') + unit));
+        } else {
+          std::string fill;
+          while (fill.size() < used) fill += unit;
+          ASSERT_TRUE(at.FeedBytes(fill));
+        }
+        // Search covers byte tokens only; Allowed adds the control tokens the state accepts.
+        const std::vector<bool> fast = set_of(at, false), slow = set_of(at, true);
+        for (size_t id = 0; id < fast.size(); ++id) {
+          if (fast[id] == slow[id]) continue;
+          CallMatcher probe(at);
+          ASSERT_TRUE(fast[id] && w.vocab.FeedToken(probe, static_cast<int32_t>(id)) && w.vocab.SymbolOf(static_cast<int32_t>(id)) >= 256)
+              << "id " << id << (fast[id] ? " allowed, search refuses" : " refused, search allows") << "; prefix '"
+              << prefix << "' unit " << unit.size() << " used " << used;
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 2 * w.vocab.max_token_room());
+  std::printf("%zu states checked; the longest token needs %zu bytes of room\n", checked, w.vocab.max_token_room());
+}
+
 TEST(ConstrainedDecoding, RandomCatalogsAlwaysParseAndValidate) { test::RunRandomCatalogs(24, 7); }
 
 TEST(ConstrainedDecoding, RestrictedHeadAndJumpForwardChangeNothing) {
