@@ -204,6 +204,13 @@ struct InterleavedKernel {
 #pragma GCC unroll 1
     for (size_t b = 0; b < nb; ++b) {
       __m512i g[8];
+      if constexpr (kT <= 2) {
+        // Decode streams the weights from memory once, faster than the hardware prefetcher runs
+        // ahead of one core: fetch ~6 KB ahead (measured on the 262144-row head, one thread:
+        // q4_0 4.8 -> 2.7 ms, q8_0 6.0 -> 5.1 ms). Prefetches past the end are harmless.
+        constexpr size_t kAhead = 6144 / kGroupBytes;
+        for (size_t line = 0; line < kGroupBytes; line += 64) hwy::Prefetch(q + (b + kAhead) * kGroupBytes + line);
+      }
       LoadGroups(q + b * kGroupBytes, g);
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * 32)));
       const size_t q_at = b * 32, start_at = job.bsum_offset + (b * 2 + kBsumIndex) * 4, dx_at = job.d8_offset + b * 32;
@@ -212,13 +219,20 @@ struct InterleavedKernel {
         const uint8_t* xt = x[t];
         int32_t start;
         std::memcpy(&start, xt + start_at, 4);
-        __m512i dot = _mm512_set1_epi32(start);
+        // Few tokens leave nothing to overlap a block's 8 dependent vpdpbusd with: split them into
+        // kChains chains summed at the end (exact in int32, so the same bits either way).
+        constexpr size_t kChains = kT <= 2 ? 4 : 1;
+        __m512i dots[kChains];
+        dots[0] = _mm512_set1_epi32(start);
+        for (size_t c = 1; c < kChains; ++c) dots[c] = _mm512_setzero_si512();
 #pragma GCC unroll 8
         for (size_t i = 0; i < 8; ++i) {
           int32_t four;
           std::memcpy(&four, xt + q_at + 4 * i, 4);
-          dot = _mm512_dpbusd_epi32(dot, g[i], _mm512_set1_epi32(four));
+          dots[i % kChains] = _mm512_dpbusd_epi32(dots[i % kChains], g[i], _mm512_set1_epi32(four));
         }
+        __m512i dot = dots[0];
+        for (size_t c = 1; c < kChains; ++c) dot = _mm512_add_epi32(dot, dots[c]);
         float dx;
         std::memcpy(&dx, xt + dx_at, 4);
         acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[t]);
