@@ -183,6 +183,29 @@ bool CallMatcher::TextState(uint32_t* key, uint32_t* room) const {
   return true;
 }
 
+void CallMatcher::StateKey(std::string* out) const {
+  auto put = [out](auto v) { out->append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  put(calls_);
+  put(text_);
+  put(top_);
+  for (int i = 0; i <= top_; ++i) {  // field by field: the struct's padding is not part of the state
+    const Frame& f = stack_[static_cast<size_t>(i)];
+    put(f.kind);
+    put(f.phase);
+    put(f.utf8_need);
+    put(f.utf8_lo);
+    put(f.utf8_hi);
+    put(f.escape_seen);
+    put(f.integer);
+    put(f.node);
+    put(f.lo);
+    put(f.hi);
+    put(f.depth);
+    put(f.count);
+    put(f.seen);
+  }
+}
+
 bool CallMatcher::Done() const { return top_ == 0 && stack_[0].phase == kTopDone; }
 
 bool CallMatcher::Feed(int symbol) {

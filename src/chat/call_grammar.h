@@ -114,6 +114,9 @@ class CallMatcher {
   // returns true with `key` describing the text state (UTF-8 and "<escape>" progress) and `room`
   // the bytes still allowed: then which ordinary tokens are accepted depends on nothing else.
   bool TextState(uint32_t* key, uint32_t* room) const;
+  // Appends a byte string that identifies the matcher's state within its grammar (every frame's
+  // fields, the call count): equal keys accept exactly the same continuations.
+  void StateKey(std::string* out) const;
   // Calls completed so far, and whether the turn went the plain-text way.
   uint32_t calls() const { return calls_; }
   bool is_text() const { return text_; }

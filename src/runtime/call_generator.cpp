@@ -4,12 +4,14 @@
 
 namespace fgemma {
 
-CallGenerator::CallGenerator(const ConstraintVocab& vocab, const CallGrammar& grammar, int32_t vocab_size)
+CallGenerator::CallGenerator(const ConstraintVocab& vocab, const CallGrammar& grammar, int32_t vocab_size,
+                             AllowedCache* cache)
     : vocab_(vocab),
       grammar_(grammar),
       matcher_(&grammar),
       scratch_(vocab.NewScratch(CallMatcher(&grammar))),
       mask_((static_cast<size_t>(vocab_size) + 63) / 64) {
+  cache_ = cache;
   allowed_.reserve(static_cast<size_t>(vocab_size));
   pending_.reserve(4096);
 }
@@ -17,6 +19,7 @@ CallGenerator::CallGenerator(const ConstraintVocab& vocab, const CallGrammar& gr
 Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt, const ConstrainedOptions& opt,
                                std::vector<int32_t>* out, ConstrainedStats* stats) {
   matcher_ = CallMatcher(&grammar_);
+  follow_at_ = 0;
   ConstrainedStats st;
   out->clear();
   pending_.assign(prompt.begin(), prompt.end());
@@ -32,6 +35,7 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
       // Append the whole forced run; it is evaluated with the next head step's batch.
       for (int32_t id : forced_) {
         if (!vocab_.FeedToken(matcher_, id)) return Internal("forced token refused by the grammar");
+        FGEMMA_RETURN_IF_ERROR(ConsumeFollow(opt.follow, id));
         out->push_back(id);
         pending_.push_back(id);
         if (opt.on_token && !opt.on_token(id)) return Status(ErrorCode::kCancelled, "generation cancelled");
@@ -45,7 +49,36 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
     if (!forced_.empty()) {
       allowed_.assign(1, forced_[forced_next++]);
     } else {
-      vocab_.Allowed(matcher_, scratch_, &allowed_, &text);
+      uint32_t text_key = 0, room = 0;
+      const bool structural = cache_ != nullptr && !matcher_.TextState(&text_key, &room);
+      const AllowedCache::Entry* cached = nullptr;
+      if (structural) {
+        state_key_.clear();
+        matcher_.StateKey(&state_key_);
+        if (auto it = cache_->sets.find(state_key_); it != cache_->sets.end()) cached = &it->second;
+      }
+      if (cached != nullptr && cached->is_mask) {
+        allowed_.clear();
+        text = &cached->mask;
+      } else if (cached != nullptr) {
+        allowed_.assign(cached->ids.begin(), cached->ids.end());
+      } else {
+        vocab_.Allowed(matcher_, scratch_, &allowed_, &text);
+        const bool small = allowed_.size() < AllowedCache::kMaskFrom;
+        if (structural && text == nullptr && cache_->sets.size() < AllowedCache::kMaxEntries &&
+            (small || cache_->masks < AllowedCache::kMaxMasks)) {
+          AllowedCache::Entry& entry = cache_->sets[state_key_];
+          if (small) {
+            entry.ids = allowed_;
+          } else {
+            entry.is_mask = true;
+            entry.mask.mask.assign(mask_.size(), 0);
+            for (int32_t id : allowed_) entry.mask.mask[static_cast<uint32_t>(id) >> 6] |= 1ull << (id & 63);
+            entry.mask.count = allowed_.size();
+            ++cache_->masks;
+          }
+        }
+      }
       if (allowed_.empty() && (text == nullptr || text->count == 0))
         return Internal("grammar allows no token (constraint compiler bug)");
     }
@@ -74,7 +107,15 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
     FGEMMA_RETURN_IF_ERROR(session.Evaluate(pending_, std::span<HeadRequest>(&head, 1)));
     ++st.model_calls;
     ++st.head_steps;
-    const int32_t token = head.argmax;
+    int32_t token = head.argmax;
+    if (follow_at_ < opt.follow.size()) {
+      token = FollowToken(opt.follow, restrict ? nullptr : mask_.data());
+      if (token < 0) {
+        return InvalidArgument("follow text cannot continue at byte " + std::to_string(follow_at_) +
+                               ": no allowed token starts '" + opt.follow.substr(follow_at_, 24) + "'");
+      }
+    }
+    FGEMMA_RETURN_IF_ERROR(ConsumeFollow(opt.follow, token));
     if (!vocab_.FeedToken(matcher_, token)) return Internal("head chose a token outside the allowed set");
     out->push_back(token);
     pending_.assign(1, token);
@@ -83,6 +124,45 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
   st.tokens = out->size();
   if (stats) *stats = st;
   return Status::Ok();
+}
+
+Status CallGenerator::ConsumeFollow(const std::string& follow, int32_t id) {
+  if (follow_at_ >= follow.size()) return Status::Ok();
+  const std::string text = vocab_.TokenText(id);
+  if (follow.compare(follow_at_, text.size(), text) != 0) {
+    return InvalidArgument("follow text departs from the grammar at byte " + std::to_string(follow_at_) + ": '" +
+                           follow.substr(follow_at_, 24) + "' where the output continues '" + text + "'");
+  }
+  follow_at_ += text.size();
+  return Status::Ok();
+}
+
+int32_t CallGenerator::FollowToken(const std::string& follow, const uint64_t* mask) const {
+  const std::string_view rest = std::string_view(follow).substr(follow_at_);
+  auto allowed = [&](int32_t id) {
+    if (mask != nullptr) return (mask[static_cast<uint32_t>(id) >> 6] >> (id & 63) & 1) != 0;
+    return std::find(allowed_.begin(), allowed_.end(), id) != allowed_.end();
+  };
+  EncodeOptions eo;
+  eo.parse_special = true;
+  const std::vector<int32_t> canonical = vocab_.tokenizer().Encode(rest.substr(0, 64), eo);
+  if (!canonical.empty() && allowed(canonical[0]) && rest.starts_with(vocab_.TokenText(canonical[0]))) return canonical[0];
+  int32_t best = -1;
+  size_t best_len = 0;
+  auto consider = [&](int32_t id) {
+    const std::string text = vocab_.TokenText(id);
+    if (text.size() > best_len && rest.starts_with(text)) {
+      best = id;
+      best_len = text.size();
+    }
+  };
+  if (mask == nullptr) {
+    for (int32_t id : allowed_) consider(id);
+  } else {
+    for (int32_t id = 0; id < vocab_.vocab_size(); ++id)
+      if (allowed(id)) consider(id);
+  }
+  return best;
 }
 
 }  // namespace fgemma

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "chat/call_grammar.h"
@@ -26,6 +28,12 @@ struct ConstrainedOptions {
   // Called with each generated token as it is chosen (streaming, cancellation, budgets); returning
   // false stops generation with a kCancelled status.
   std::function<bool(int32_t)> on_token;
+  // Timing aid for random-weight models: when set, each head step takes the allowed token that
+  // continues this text (the canonical token when allowed, else the longest allowed one) instead of
+  // the argmax, and forced runs must match it; the model and the head are evaluated exactly as for
+  // a real choice, so the time is that of the path a real checkpoint would take to write this
+  // output. After the text ends, the argmax decides again.
+  std::string follow;
 };
 
 struct ConstrainedStats {
@@ -37,9 +45,28 @@ struct ConstrainedStats {
   size_t model_calls = 0;       // Session::Evaluate calls
 };
 
+// Allowed-token lists of a grammar's structural states (function names, keys, enum values, numbers,
+// punctuation: everything but free text, which ConstraintVocab already shares as bitmasks), kept
+// across requests that use the same compiled grammar (FunctionCaller keeps one per tool catalog and
+// tool_choice): a warm request searches the vocabulary only in states it has not met before.
+struct AllowedCache {
+  static constexpr size_t kMaxEntries = 4096;  // states kept (then no new ones are added)
+  static constexpr size_t kMaskFrom = 16384;   // larger sets are kept as bitmasks over the vocabulary
+  static constexpr size_t kMaxMasks = 64;      // (32 KB each for 262,144 tokens)
+  struct Entry {
+    std::vector<int32_t> ids;       // small sets
+    ConstraintVocab::TextSet mask;  // large ones (e.g. "text or a call" at the start of a turn)
+    bool is_mask = false;
+  };
+  std::unordered_map<std::string, Entry> sets;
+  size_t masks = 0;
+};
+
 class CallGenerator {
  public:
-  CallGenerator(const ConstraintVocab& vocab, const CallGrammar& grammar, int32_t vocab_size);
+  // `cache` (optional) must belong to `grammar` and outlive the generator.
+  CallGenerator(const ConstraintVocab& vocab, const CallGrammar& grammar, int32_t vocab_size,
+                AllowedCache* cache = nullptr);
 
   // Evaluates `prompt` (appended at the session's position), then generates one constrained turn.
   // `out` receives the generated ids. Fails only on model errors (context exhausted, ...).
@@ -49,6 +76,12 @@ class CallGenerator {
   bool finished() const { return matcher_.Done(); }
 
  private:
+  // The `follow` option (see ConstrainedOptions).
+  Status ConsumeFollow(const std::string& follow, int32_t id);
+  int32_t FollowToken(const std::string& follow, const uint64_t* mask) const;
+  size_t follow_at_ = 0;
+  AllowedCache* cache_ = nullptr;
+  std::string state_key_;
   const ConstraintVocab& vocab_;
   const CallGrammar& grammar_;
   CallMatcher matcher_;

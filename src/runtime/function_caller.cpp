@@ -71,7 +71,17 @@ Result<CallOutcome> FunctionCaller::Call(const ChatRequest& request, const ToolC
   RenderOptions ro;
   ro.template_kind = options_.template_kind;
   FGEMMA_TRY(PromptParts parts, RenderPromptParts(request, ro));
-  FGEMMA_TRY(CallGrammar grammar, CallGrammar::Compile(request.tools, choice, options_.limits));
+  std::string grammar_key = request.tools_json.dump();
+  grammar_key += '\x1f';
+  grammar_key += std::to_string(static_cast<int>(choice.mode)) + choice.function;
+  if (grammar_ == nullptr || grammar_key != grammar_key_) {
+    FGEMMA_TRY(CallGrammar compiled, CallGrammar::Compile(request.tools, choice, options_.limits));
+    grammar_ = std::make_unique<CallGrammar>(std::move(compiled));
+    grammar_key_ = std::move(grammar_key);
+    allowed_cache_.sets.clear();
+    allowed_cache_.masks = 0;
+  }
+  const CallGrammar& grammar = *grammar_;
   t.render_ms = (NowSeconds() - start) * 1000;
 
   double t0 = NowSeconds();
@@ -93,7 +103,7 @@ Result<CallOutcome> FunctionCaller::Call(const ChatRequest& request, const ToolC
   t.prompt_tokens = remainder.size();
 
   t0 = NowSeconds();
-  CallGenerator gen(*vocab_, grammar, model_->config().vocab_size);
+  CallGenerator gen(*vocab_, grammar, model_->config().vocab_size, &allowed_cache_);
   ConstrainedOptions decoding = options_.decoding;
   if (on_token) decoding.on_token = on_token;
   const size_t position_before = work_->position();

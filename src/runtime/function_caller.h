@@ -77,6 +77,11 @@ class FunctionCaller {
   // The last catalog prefix's text and ids: a warm request with the same tools skips re-encoding it.
   std::string prefix_text_;
   std::vector<int32_t> prefix_ids_;
+  // The last request's compiled grammar (tools and tool_choice) and the allowed-token lists of its
+  // structural states, reused while requests keep the same catalog and choice.
+  std::string grammar_key_;
+  std::unique_ptr<CallGrammar> grammar_;
+  AllowedCache allowed_cache_;
   std::vector<std::string> warnings_;
 };
 

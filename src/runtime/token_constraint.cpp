@@ -170,6 +170,12 @@ void ConstraintVocab::Search(const CallMatcher& state, Scratch& scratch, std::ve
   }
 }
 
+std::string ConstraintVocab::TokenText(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return {};
+  if (symbol_of_[static_cast<size_t>(id)] >= 256) return std::string(tokenizer_->TokenText(id));
+  return bytes_[static_cast<size_t>(id)];
+}
+
 bool ConstraintVocab::FeedToken(CallMatcher& m, int32_t id) const {
   if (id < 0 || id >= vocab_size()) return false;
   const int16_t sym = symbol_of_[static_cast<size_t>(id)];

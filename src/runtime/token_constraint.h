@@ -44,6 +44,11 @@ class ConstraintVocab {
   // The search itself, over every ordinary token (Allowed adds control tokens and caching).
   void Search(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out) const;
 
+  // The text token `id` stands for: its bytes, or a control token's literal ("<escape>").
+  std::string TokenText(int32_t id) const;
+  // The tokenizer the vocabulary was built from.
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+
   // Feeds token `id` to the matcher; false if refused.
   bool FeedToken(CallMatcher& m, int32_t id) const;
 

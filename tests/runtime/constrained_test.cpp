@@ -163,6 +163,72 @@ TEST(ConstraintVocab, AllowedNearTheCapEqualsTheSearch) {
   std::printf("%zu states checked; the longest token needs %zu bytes of room\n", checked, w.vocab.max_token_room());
 }
 
+// The structural-state cache FunctionCaller keeps across requests changes no token: each catalog is
+// generated without it, then twice with one cache (filling it, then reading it).
+TEST(ConstrainedDecoding, AllowedCacheChangesNothing) {
+  auto& w = ConstrainedWorld::Get();
+  test::CatalogGenerator gen(31);
+  SessionOptions so;
+  so.context = 4096;
+  so.threads = 2;
+  auto session = Session::Create(w.model, so).value();
+  GrammarLimits limits;
+  limits.max_string_bytes = 24;
+  limits.max_text_bytes = 32;
+  size_t hits_possible = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    ChatRequest req = test::MakeRequest(gen.Tools(1 + gen.Pick(3)), gen.Utterance());
+    const ToolChoiceMode modes[] = {ToolChoiceMode::kAuto, ToolChoiceMode::kRequired};
+    auto grammar = CallGrammar::Compile(req.tools, ToolChoice{modes[i % 2], ""}, limits).value();
+    const auto ids = w.tokenizer.Encode(RenderPrompt(req).value());
+    std::vector<int32_t> plain, first, second;
+    session->Reset();
+    ASSERT_TRUE(CallGenerator(w.vocab, grammar, w.model->config().vocab_size).Generate(*session, ids, {}, &plain, nullptr).ok());
+    AllowedCache cache;
+    session->Reset();
+    ASSERT_TRUE(CallGenerator(w.vocab, grammar, w.model->config().vocab_size, &cache).Generate(*session, ids, {}, &first, nullptr).ok());
+    const size_t entries = cache.sets.size();
+    session->Reset();
+    ASSERT_TRUE(CallGenerator(w.vocab, grammar, w.model->config().vocab_size, &cache).Generate(*session, ids, {}, &second, nullptr).ok());
+    EXPECT_EQ(first, plain) << "catalog " << i;
+    EXPECT_EQ(second, plain) << "catalog " << i;
+    EXPECT_EQ(cache.sets.size(), entries) << "the warm run met no new state";
+    hits_possible += entries;
+  }
+  EXPECT_GT(hits_possible, 8u);
+}
+
+// `follow` writes the given output through the same steps (for timing real calls on random
+// weights) and refuses text the grammar does not allow, naming the byte.
+TEST(ConstrainedDecoding, FollowWritesTheGivenCall) {
+  auto& w = ConstrainedWorld::Get();
+  ChatRequest req = test::MakeRequest(OrderedJson::parse(R"([{"type":"function","function":{"name":"set_light","description":"d",
+    "parameters":{"type":"object","properties":{"room":{"type":"string","enum":["kitchen","hall"]},
+    "level":{"type":"integer"},"note":{"type":"string"}},"required":["room"]}}}])"), "kitchen light to 40, say hi");
+  auto grammar = CallGrammar::Compile(req.tools, ToolChoice{}).value();
+  const auto ids = w.tokenizer.Encode(RenderPrompt(req).value());
+  SessionOptions so;
+  so.context = 2048;
+  auto session = Session::Create(w.model, so).value();
+  const std::string call =
+      "<start_function_call>call:set_light{level:40,note:<escape>hi there, café<escape>,room:<escape>kitchen<escape>}"
+      "<end_function_call>";
+  ConstrainedOptions opt;
+  opt.follow = call;
+  std::vector<int32_t> out;
+  ConstrainedStats stats;
+  ASSERT_TRUE(CallGenerator(w.vocab, grammar, w.model->config().vocab_size).Generate(*session, ids, opt, &out, &stats).ok());
+  const std::string text = w.tokenizer.Decode(out).value();
+  EXPECT_EQ(text.substr(0, call.size()), call);
+  EXPECT_GT(stats.head_steps, 3u);
+  EXPECT_GT(stats.forced_tokens, 3u);
+  opt.follow = "<start_function_call>call:set_light{room:<escape>garage<escape>}";
+  session->Reset();
+  const Status bad = CallGenerator(w.vocab, grammar, w.model->config().vocab_size).Generate(*session, ids, opt, &out, nullptr);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.ToString().find("byte 49: no allowed token starts 'garage"), std::string::npos) << bad.ToString();
+}
+
 TEST(ConstrainedDecoding, RandomCatalogsAlwaysParseAndValidate) { test::RunRandomCatalogs(24, 7); }
 
 TEST(ConstrainedDecoding, RestrictedHeadAndJumpForwardChangeNothing) {

@@ -14,6 +14,7 @@ struct CallArgs {
   int threads = 0;
   size_t repeat = 1;
   bool no_restricted_head = false, no_jump_forward = false;
+  std::string follow;
 };
 
 int RunCall(const CallArgs& a) {
@@ -33,6 +34,7 @@ int RunCall(const CallArgs& a) {
   fo.template_kind = tmpl->kind;
   fo.decoding.restricted_head = !a.no_restricted_head;
   fo.decoding.jump_forward = !a.no_jump_forward;
+  fo.decoding.follow = a.follow;
   auto caller = FunctionCaller::Create(std::shared_ptr<const Model>(std::move(model).value()), std::move(tokenizer).value(), fo);
   if (!caller.ok()) return Fail(caller.status().ToString());
   int rc = 0;
@@ -59,6 +61,9 @@ CommandRegistration reg(50, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--repeat", a->repeat, "run the request N times (the first pays for the catalog prefix)");
   cmd->add_flag("--no-restricted-head", a->no_restricted_head, "always compute the full LM head (for comparison)");
   cmd->add_flag("--no-jump-forward", a->no_jump_forward, "evaluate forced tokens one by one (for comparison)");
+  cmd->add_option("--follow", a->follow,
+                  "timing aid for random-weight models: write this output (e.g. the call a real checkpoint "
+                  "gives) instead of the argmax, with the same model and head work per step");
   cmd->add_option("utterance", a->in.utterance, "what the user said")->required();
   return [a] { return RunCall(*a); };
 });
