@@ -122,7 +122,7 @@ uint32_t GgufFileType(DType t) {
 
 Result<ConvertResult> ConvertToGguf(const std::string& source, const std::string& out_path, const ConvertOptions& options) {
   if (!FileExists(source)) return NotFound(source + ": no such file or directory");
-  FGEMMA_TRY(std::unique_ptr<Model> model, Model::Load(source));
+  FGEMMA_TRY(std::unique_ptr<Model> model, Model::Load(source, /*interleave_for_kernels=*/false));
   const ModelConfig& config = model->config();
   const bool from_gguf = source.ends_with(".gguf");  // as Model::Load decides
 

@@ -129,11 +129,11 @@ Result<std::unique_ptr<Model>> Model::Assemble(const ModelConfig& config, const 
       fp = Hash64(n->data(), n->size() * sizeof(float), fp);
   }
   model->fingerprint_ = Hash64(model->final_norm_.data(), model->final_norm_.size() * sizeof(float), fp);
-  model->InterleaveForKernels();
   return model;
 }
 
 void Model::InterleaveForKernels() {
+  if (interleaved_ != nullptr) return;  // done already
   // One 64-byte aligned buffer for every matrix the running kernels read row-interleaved
   // (quantized weights on AVX-512 VNNI); nothing on other targets and for float weights.
   // FGEMMA_INTERLEAVE=0 turns it off (for comparisons: the stored layout's kernels then run).
@@ -267,10 +267,11 @@ Result<std::unique_ptr<Model>> LoadSafetensors(const std::string& path) {
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path, bool interleave_for_kernels) {
   if (!FileExists(path)) return NotFound(path + ": no such file or directory");
   auto model = EndsWith(path, ".gguf") ? LoadGgufModel(path) : LoadSafetensors(path);
   if (!model.ok()) return model.status().WithContext("loading " + path);
+  if (interleave_for_kernels) model.value()->InterleaveForKernels();
   return model;
 }
 

@@ -42,7 +42,9 @@ class Model {
  public:
   // Loads a Hugging Face directory (config.json + safetensors), a .safetensors file with config.json
   // beside it, or (when supported) a .gguf file.
-  static Result<std::unique_ptr<Model>> Load(const std::string& path);
+  // Quantized matrices are then copied into the kernels' interleaved layout when the running SIMD
+  // target has one (InterleaveForKernels); writers that only read the stored tensors pass false.
+  static Result<std::unique_ptr<Model>> Load(const std::string& path, bool interleave_for_kernels = true);
 
   // Assembles a model from any tensor source. `norms_have_unit_offset` is true for GGUF files
   // (stored 1 + w). `owner` keeps the backing storage (mappings) alive.
@@ -60,6 +62,10 @@ class Model {
   std::string weight_type_name() const;
   // Bytes of weights the model maps (each tensor once).
   uint64_t weight_bytes() const;
+  // Makes row-interleaved copies of the quantized matrices (TensorView::interleaved) when the
+  // running kernels use them (nothing for float weights or on other targets; FGEMMA_INTERLEAVE=0
+  // turns it off). Load does it; call it once, before any Session exists.
+  void InterleaveForKernels();
   // Bytes of the row-interleaved copies made at load for the running kernels (0 if none).
   size_t interleaved_bytes() const { return interleaved_bytes_; }
   // Identifies the weights (config, tensor types and shapes, and sampled bytes of every tensor):
@@ -81,9 +87,7 @@ class Model {
   float embedding_scale_ = 1;
   uint64_t fingerprint_ = 0;
   std::shared_ptr<void> owner_;
-  // Row-interleaved copies of the quantized matrices (TensorView::interleaved), when the running
-  // kernels use them.
-  void InterleaveForKernels();
+
   std::shared_ptr<void> interleaved_;
   size_t interleaved_bytes_ = 0;
   std::string source_;

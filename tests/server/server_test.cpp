@@ -494,8 +494,11 @@ TEST(ServerDeterminism, EveryPooledSessionGivesTheSameAnswer) {
   // The streamed calls are the non-streamed ones.
   EXPECT_EQ(answers[3][0], answers[0][0]);
   EXPECT_EQ(all_sessions.size(), 3u);
-  // Both ways to the catalog state were compared.
-  EXPECT_TRUE(caches[0].count("memory") && caches[0].count("built"));
+  // Both ways to the catalog state were compared (which request kinds met which depends on the
+  // scheduling; each session builds it once and then restores it).
+  std::set<std::string> all_caches;
+  for (const auto& [kind, c] : caches) all_caches.insert(c.begin(), c.end());
+  EXPECT_TRUE(all_caches.count("memory") && all_caches.count("built"));
 }
 
 // The pool's first session reads the --cache file, the others prefill. A file written under other
