@@ -34,6 +34,14 @@ struct ConstrainedWorld {
     }();
     return *world;
   }
+
+  // A 2-thread session on the mini model (the constrained tests' common setup).
+  std::unique_ptr<Session> NewSession(size_t context = 4096) const {
+    SessionOptions so;
+    so.context = context;
+    so.threads = 2;
+    return Session::Create(model, so).value();
+  }
 };
 
 inline ChatRequest MakeRequest(const OrderedJson& tools, const std::string& utterance) {
@@ -51,10 +59,7 @@ inline ChatRequest MakeRequest(const OrderedJson& tools, const std::string& utte
 inline void RunRandomCatalogs(size_t count, uint32_t seed) {
   auto& w = ConstrainedWorld::Get();
   CatalogGenerator gen(seed);
-  SessionOptions so;
-  so.context = 4096;
-  so.threads = 2;
-  auto session = Session::Create(w.model, so).value();
+  auto session = w.NewSession();
   GrammarLimits limits;
   limits.max_string_bytes = 48;
   limits.max_text_bytes = 64;

@@ -168,10 +168,7 @@ TEST(ConstraintVocab, AllowedNearTheCapEqualsTheSearch) {
 TEST(ConstrainedDecoding, AllowedCacheChangesNothing) {
   auto& w = ConstrainedWorld::Get();
   test::CatalogGenerator gen(31);
-  SessionOptions so;
-  so.context = 4096;
-  so.threads = 2;
-  auto session = Session::Create(w.model, so).value();
+  auto session = w.NewSession();
   GrammarLimits limits;
   limits.max_string_bytes = 24;
   limits.max_text_bytes = 32;
@@ -207,9 +204,7 @@ TEST(ConstrainedDecoding, FollowWritesTheGivenCall) {
     "level":{"type":"integer"},"note":{"type":"string"}},"required":["room"]}}}])"), "kitchen light to 40, say hi");
   auto grammar = CallGrammar::Compile(req.tools, ToolChoice{}).value();
   const auto ids = w.tokenizer.Encode(RenderPrompt(req).value());
-  SessionOptions so;
-  so.context = 2048;
-  auto session = Session::Create(w.model, so).value();
+  auto session = w.NewSession(2048);
   const std::string call =
       "<start_function_call>call:set_light{level:40,note:<escape>hi there, café<escape>,room:<escape>kitchen<escape>}"
       "<end_function_call>";
@@ -234,10 +229,7 @@ TEST(ConstrainedDecoding, RandomCatalogsAlwaysParseAndValidate) { test::RunRando
 TEST(ConstrainedDecoding, RestrictedHeadAndJumpForwardChangeNothing) {
   auto& w = ConstrainedWorld::Get();
   test::CatalogGenerator gen(99);
-  SessionOptions so;
-  so.context = 4096;
-  so.threads = 2;
-  auto session = Session::Create(w.model, so).value();
+  auto session = w.NewSession();
   size_t total_tokens = 0, restricted = 0, forced = 0;
   for (size_t i = 0; i < 8; ++i) {
     ChatRequest req = test::MakeRequest(gen.Tools(2 + gen.Pick(3)), gen.Utterance());
