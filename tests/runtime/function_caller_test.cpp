@@ -2,10 +2,13 @@
 // only its own turn, and stale, foreign, corrupt or other-numerics cache files are rejected and
 // rebuilt.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "constrained_support.h"
+#include "runtime/catalog_cache.h"
 #include "runtime/function_caller.h"
+#include "kernels/matmul.h"
 #include "util/mapped_file.h"
 
 namespace fgemma {
@@ -113,6 +116,25 @@ TEST_F(FunctionCallerTest, StaleForeignAndCorruptFilesAreRejectedAndRebuilt) {
 // The thread count sets the row blocks of the forward pass's matrix products, which changes the
 // last bits of the prefilled state; a file written with another thread count is therefore not
 // restored (it would make a caller answer differently from one that prefills).
+// Interleaved weight copies change the last bits of quantized results, so a cache file binds whether
+// they were used (FGEMMA_INTERLEAVE=0 turns them off at load).
+TEST(CatalogNumerics, KeyNamesTheWeightLayout) {
+  const std::string path = test::FixturePath("models/mini-q8_0.gguf");
+  auto interleaved = std::shared_ptr<const Model>(Model::Load(path).value());
+  setenv("FGEMMA_INTERLEAVE", "0", 1);
+  auto stored = std::shared_ptr<const Model>(Model::Load(path).value());
+  unsetenv("FGEMMA_INTERLEAVE");
+  SessionOptions so;
+  so.context = 64;
+  so.threads = 1;
+  auto a = Session::Create(interleaved, so).value();
+  auto b = Session::Create(stored, so).value();
+  EXPECT_EQ(stored->interleaved_bytes(), 0u);
+  if (interleaved->interleaved_bytes() == 0) GTEST_SKIP() << KernelTargetName() << " reads no interleaved copies";
+  EXPECT_NE(CatalogNumericsKey(*a), CatalogNumericsKey(*b));
+  EXPECT_EQ(CatalogNumericsKey(*a) & 0xffffffffu, CatalogNumericsKey(*b) & 0xffffffffu);  // same thread count
+}
+
 TEST_F(FunctionCallerTest, FileFromAnotherThreadCountIsRebuilt) {
   const std::string cache = test::TempDir() + "/catalog.kv";
   const ChatRequest req = SmartHome("turn off the bedroom lights");
