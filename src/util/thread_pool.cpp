@@ -1,6 +1,7 @@
 #include "util/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -25,10 +26,24 @@ ThreadPool::ThreadPool(int num_threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  stop_.store(true, std::memory_order_seq_cst);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+  }
+  work_cv_.notify_all();
   for (auto& t : workers_) t.join();
+}
+
+// The state change is published (seq_cst) before sleepers_ is read, and a sleeper counts itself
+// (seq_cst) before re-checking the state under the mutex: either the sleeper sees the change or we
+// see the sleeper. Taking the mutex before notifying closes the gap between its check and its wait.
+void ThreadPool::WakeSleepers(std::condition_variable& cv) {
+  if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+  }
+  cv.notify_all();
 }
 
 int ThreadPool::DefaultThreads() {
@@ -48,7 +63,7 @@ void ThreadPool::RunTasks(uint32_t gen, int thread_index) {
     }
     // The job cannot change while one of its tasks is unfinished, so job_ is stable here.
     job_.call(job_.ctx, task, thread_index);
-    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_all();
+    if (remaining_.fetch_sub(1, std::memory_order_seq_cst) == 1) WakeSleepers(done_cv_);
   }
 }
 
@@ -63,19 +78,21 @@ void ThreadPool::Dispatch(const Job& job) {
   remaining_.store(static_cast<uint32_t>(job.num_tasks), std::memory_order_relaxed);
   num_tasks_.store(static_cast<uint32_t>(job.num_tasks), std::memory_order_relaxed);
   counter_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
-  generation_.store(gen, std::memory_order_release);
-  generation_.notify_all();
+  generation_.store(gen, std::memory_order_seq_cst);
+  WakeSleepers(work_cv_);
   RunTasks(gen, 0);
   // Only tasks already claimed by a worker can be outstanding now.
   int spins = 0;
-  for (;;) {
-    const uint32_t left = remaining_.load(std::memory_order_acquire);
-    if (left == 0) break;
+  while (remaining_.load(std::memory_order_acquire) != 0) {
     if (++spins < kSpinIterations) {
       FGEMMA_CPU_RELAX();
-    } else {
-      remaining_.wait(left, std::memory_order_acquire);
+      continue;
     }
+    std::unique_lock<std::mutex> lock(mu_);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    done_cv_.wait_for(lock, std::chrono::milliseconds(1),
+                      [&] { return remaining_.load(std::memory_order_seq_cst) == 0; });
+    sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
 
@@ -89,9 +106,15 @@ void ThreadPool::WorkerLoop(int thread_index) {
     while ((now = generation_.load(std::memory_order_acquire)) == seen) {
       if (++spins < kSpinIterations) {
         FGEMMA_CPU_RELAX();
-      } else {
-        generation_.wait(seen, std::memory_order_acquire);
+        continue;
       }
+      std::unique_lock<std::mutex> lock(mu_);
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      // A missed wake-up here costs no progress (the caller claims every task itself), so idle
+      // workers re-check only every 100 ms.
+      work_cv_.wait_for(lock, std::chrono::milliseconds(100),
+                        [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
+      sleepers_.fetch_sub(1, std::memory_order_seq_cst);
     }
     seen = now;
     if (stop_.load(std::memory_order_acquire)) return;

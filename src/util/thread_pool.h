@@ -1,8 +1,12 @@
 // A fixed pool of worker threads for data-parallel loops (matrix rows, attention heads).
 //
 // Decode issues ~100 parallel loops per token, so dispatch must cost microseconds: workers spin
-// briefly on a generation counter before sleeping on it (C++20 atomic wait = futex), and jobs are
-// passed as a non-owning function reference, so Run() never allocates.
+// briefly on a generation counter before sleeping, and jobs are passed as a non-owning function
+// reference, so Run() never allocates. Sleeping is a condition variable with a timeout, and a wake-up
+// is sent only when someone sleeps: C++20 atomic wait lost a wake-up under qemu-user (a core test
+// hung in the i386 cross build), and a timed re-check bounds any such loss (1 ms for the caller
+// waiting on a job; 100 ms for idle workers, whose missed wake-up costs no progress because the
+// caller claims tasks itself).
 //
 // The caller never waits for a worker that has not started: tasks are claimed from a counter tagged
 // with the job's generation, the caller claims them too, and it waits only for tasks in flight. On
@@ -11,8 +15,10 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -62,6 +68,12 @@ class ThreadPool {
   std::atomic<uint32_t> generation_{0};      // wakes workers
   std::atomic<uint32_t> remaining_{0};       // tasks of the current job not yet finished
   std::atomic<bool> stop_{false};
+  // Sleeping workers (new job) and a sleeping caller (job done) wait on these; sleepers_ counts
+  // both, so the hot path skips the mutex while everyone spins.
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  std::atomic<int> sleepers_{0};
+  void WakeSleepers(std::condition_variable& cv);
 };
 
 }  // namespace fgemma
