@@ -46,7 +46,8 @@ for arch in "${archs[@]}"; do
   for t in core tokenizer chat kernels; do
     echo "== $arch: $t tests"
     start=$SECONDS
-    if "${run[@]}" "$dir/tests/fgemma_${t}_tests" --gtest_filter="$filter" --gtest_brief=1; then
+    # A hang fails the stage in 15 minutes instead of eating CI's budget (each binary takes < 1 min).
+    if timeout 900 "${run[@]}" "$dir/tests/fgemma_${t}_tests" --gtest_filter="$filter" --gtest_brief=1; then
       echo "== $arch: $t passed in $((SECONDS - start)) s"
     else
       failed+=("$arch/$t")
