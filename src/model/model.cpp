@@ -140,12 +140,12 @@ void Model::InterleaveForKernels() {
   if (const char* env = std::getenv("FGEMMA_INTERLEAVE"); env != nullptr && std::string(env) == "0") return;
   // The tied embedding too: as the head it is the largest matrix of every decode step (its rows
   // for token lookups are still read from the stored form).
-  std::vector<TensorView*> views;
+  std::vector<std::pair<TensorView*, size_t>> views;  // matrix, offset of its copy in the buffer
   size_t total = 0;
   auto add = [&](TensorView* v) {
     const size_t bytes = InterleavedWeightBytes(*v);
     if (bytes == 0) return;
-    views.push_back(v);
+    views.emplace_back(v, total);
     total += (bytes + 63) / 64 * 64;
   };
   add(&embedding_);
@@ -154,18 +154,15 @@ void Model::InterleaveForKernels() {
   }
   if (total == 0) return;
   constexpr size_t kHugePage = size_t{2} << 20;  // fewer page faults while filling it
-  void* buffer = std::aligned_alloc(kHugePage, (total + kHugePage - 1) / kHugePage * kHugePage);
+  const size_t allocated = (total + kHugePage - 1) / kHugePage * kHugePage;
+  void* buffer = std::aligned_alloc(kHugePage, allocated);
   if (buffer == nullptr) return;  // keep computing from the stored layout
 #ifdef MADV_HUGEPAGE
-  madvise(buffer, (total + kHugePage - 1) / kHugePage * kHugePage, MADV_HUGEPAGE);
+  madvise(buffer, allocated, MADV_HUGEPAGE);
 #endif
   interleaved_.reset(buffer, [](void* p) { std::free(p); });
   interleaved_bytes_ = total;
-  uint8_t* at = static_cast<uint8_t*>(buffer);
-  for (TensorView* v : views) {
-    v->interleaved = at;
-    at += (InterleavedWeightBytes(*v) + 63) / 64 * 64;
-  }
+  for (auto [v, offset] : views) v->interleaved = static_cast<uint8_t*>(buffer) + offset;
   // Filling it is mostly first-touch page faults (zeroing fresh pages): two threads share chunks
   // of 4096 rows (whole panels, so each chunk is a RowSlice with its own part of the copy).
   struct Chunk {
@@ -173,7 +170,7 @@ void Model::InterleaveForKernels() {
     size_t r0, r1;
   };
   std::vector<Chunk> chunks;
-  for (const TensorView* v : views) {
+  for (auto [v, offset] : views) {
     for (size_t r0 = 0; r0 < v->rows; r0 += 4096) chunks.push_back({v, r0, std::min(v->rows, r0 + 4096)});
   }
   auto fill = [&chunks](size_t first, size_t step) {

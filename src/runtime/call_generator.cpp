@@ -10,8 +10,8 @@ CallGenerator::CallGenerator(const ConstraintVocab& vocab, const CallGrammar& gr
       grammar_(grammar),
       matcher_(&grammar),
       scratch_(vocab.NewScratch(CallMatcher(&grammar))),
-      mask_((static_cast<size_t>(vocab_size) + 63) / 64) {
-  cache_ = cache;
+      mask_((static_cast<size_t>(vocab_size) + 63) / 64),
+      cache_(cache) {
   allowed_.reserve(static_cast<size_t>(vocab_size));
   pending_.reserve(4096);
 }

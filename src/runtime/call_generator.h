@@ -80,8 +80,6 @@ class CallGenerator {
   Status ConsumeFollow(const std::string& follow, int32_t id);
   int32_t FollowToken(const std::string& follow, const uint64_t* mask) const;
   size_t follow_at_ = 0;
-  AllowedCache* cache_ = nullptr;
-  std::string state_key_;
   const ConstraintVocab& vocab_;
   const CallGrammar& grammar_;
   CallMatcher matcher_;
@@ -90,6 +88,8 @@ class CallGenerator {
   std::vector<int32_t> forced_;
   std::vector<int32_t> pending_;
   std::vector<uint64_t> mask_;
+  AllowedCache* cache_ = nullptr;
+  std::string state_key_;
 };
 
 }  // namespace fgemma
