@@ -36,14 +36,14 @@ for arch in "${archs[@]}"; do
   cli=()
   [ "${run[*]-}" = "" ] && cli=(fgemma)
   cmake --build "$dir" -j "$jobs" --target "${cli[@]}" fgemma_core_tests fgemma_tokenizer_tests fgemma_chat_tests \
-    fgemma_kernels_tests
+    fgemma_kernels_tests fgemma_util_tests
   if ((${#run[@]} == 0)) && ! "$dir/tests/fgemma_kernels_tests" --gtest_list_tests >/dev/null 2>&1; then
     # Kernels built without IA32 emulation (some VMs) cannot exec i386 binaries: emulate them.
     echo "== $arch: this kernel does not run 32-bit x86 executables; testing under qemu-i386"
     run=(qemu-i386)
     filter="$qemu_filter"
   fi
-  for t in core tokenizer chat kernels; do
+  for t in core tokenizer chat kernels util; do
     echo "== $arch: $t tests"
     start=$SECONDS
     # A hang fails the stage in 15 minutes instead of eating CI's budget (each binary takes < 1 min).

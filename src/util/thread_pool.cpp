@@ -17,6 +17,8 @@ namespace {
 // A few tens of microseconds of spinning before sleeping: covers the gap between consecutive loops
 // of one token without burning a core that another process (or the caller's serial work) needs.
 constexpr int kSpinIterations = 2000;
+// A task index no job reaches (Dispatch refuses jobs this large): the counter of a job being set up.
+constexpr uint32_t kClosed = 0xffffffffu;
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
@@ -73,10 +75,33 @@ void ThreadPool::Dispatch(const Job& job) {
     for (size_t t = 0; t < job.num_tasks; ++t) job.call(job.ctx, t, 0);
     return;
   }
+  if (job.num_tasks >= kClosed) {  // the counter holds 32-bit task indices: run in slices
+    struct Slice {
+      const Job* whole;
+      size_t first;
+    };
+    for (size_t first = 0, count = 0; first < job.num_tasks; first += count) {
+      count = std::min<size_t>(kClosed - 1, job.num_tasks - first);  // no overflow for 32-bit size_t
+      Slice slice{&job, first};
+      Dispatch(Job{[](void* ctx, size_t task, int thread) {
+                     const Slice& s = *static_cast<const Slice*>(ctx);
+                     s.whole->call(s.whole->ctx, s.first + task, thread);
+                   },
+                   &slice, count});
+    }
+    return;
+  }
   const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  // Close the counter under the new generation first. A worker late from the previous job may hold
+  // that job's exhausted counter value; if it read the new (larger) task count while the counter
+  // still had that value, its claim would succeed and run a task of a finished job (once the cause
+  // of a hang under qemu-arm: the extra claim's decrement left `remaining_` wrapped). With the
+  // counter closed first, anyone who sees the new count fails its claim: a compare-exchange reads
+  // the newest counter, and the release store of the count orders the closing before it.
+  counter_.store(static_cast<uint64_t>(gen) << 32 | kClosed, std::memory_order_relaxed);
   job_ = job;
   remaining_.store(static_cast<uint32_t>(job.num_tasks), std::memory_order_relaxed);
-  num_tasks_.store(static_cast<uint32_t>(job.num_tasks), std::memory_order_relaxed);
+  num_tasks_.store(static_cast<uint32_t>(job.num_tasks), std::memory_order_release);
   counter_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
   generation_.store(gen, std::memory_order_seq_cst);
   WakeSleepers(work_cv_);

@@ -5,7 +5,6 @@
 #include <random>
 
 #include "util/float_types.h"
-#include "util/thread_pool.h"
 
 namespace fgemma {
 namespace {
@@ -38,22 +37,6 @@ TEST(FloatTypes, F16RoundsLikeHardware) {
   // Halfway between two normals with odd lower neighbour rounds up.
   const float x = 1.0f + 3.0f * std::ldexp(1.0f, -11);
   EXPECT_EQ(F32ToF16(x), 0x3c02);
-}
-
-TEST(ThreadPool, RunsEveryTaskOnce) {
-  for (int threads : {1, 2, 3}) {
-    ThreadPool pool(threads);
-    for (size_t n : {0u, 1u, 2u, 7u, 1000u}) {
-      std::vector<std::atomic<int>> hits(n);
-      for (int rep = 0; rep < 20; ++rep) {
-        pool.Run(n, [&](size_t task, int thread) {
-          ASSERT_LT(thread, pool.num_threads());
-          hits[task].fetch_add(1);
-        });
-      }
-      for (size_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 20);
-    }
-  }
 }
 
 }  // namespace
