@@ -49,36 +49,7 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
     if (!forced_.empty()) {
       allowed_.assign(1, forced_[forced_next++]);
     } else {
-      uint32_t text_key = 0, room = 0;
-      const bool structural = cache_ != nullptr && !matcher_.TextState(&text_key, &room);
-      const AllowedCache::Entry* cached = nullptr;
-      if (structural) {
-        state_key_.clear();
-        matcher_.StateKey(&state_key_);
-        if (auto it = cache_->sets.find(state_key_); it != cache_->sets.end()) cached = &it->second;
-      }
-      if (cached != nullptr && cached->is_mask) {
-        allowed_.clear();
-        text = &cached->mask;
-      } else if (cached != nullptr) {
-        allowed_.assign(cached->ids.begin(), cached->ids.end());
-      } else {
-        vocab_.Allowed(matcher_, scratch_, &allowed_, &text);
-        const bool small = allowed_.size() < AllowedCache::kMaskFrom;
-        if (structural && text == nullptr && cache_->sets.size() < AllowedCache::kMaxEntries &&
-            (small || cache_->masks < AllowedCache::kMaxMasks)) {
-          AllowedCache::Entry& entry = cache_->sets[state_key_];
-          if (small) {
-            entry.ids = allowed_;
-          } else {
-            entry.is_mask = true;
-            entry.mask.mask.assign(mask_.size(), 0);
-            for (int32_t id : allowed_) entry.mask.mask[static_cast<uint32_t>(id) >> 6] |= 1ull << (id & 63);
-            entry.mask.count = allowed_.size();
-            ++cache_->masks;
-          }
-        }
-      }
+      GrammarAllowed(&text);
       if (allowed_.empty() && (text == nullptr || text->count == 0))
         return Internal("grammar allows no token (constraint compiler bug)");
     }
@@ -124,6 +95,47 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
   st.tokens = out->size();
   if (stats) *stats = st;
   return Status::Ok();
+}
+
+// allowed_ (and *text, a free-text set) := what the grammar allows in the matcher's state. Structural
+// states (names, keys, enum values, "text or a call") repeat across requests with the same grammar,
+// so their sets are looked up in, and added to, the shared cache; text states depend on the bytes
+// written so far and are always searched.
+void CallGenerator::GrammarAllowed(const ConstraintVocab::TextSet** text) {
+  *text = nullptr;
+  uint32_t text_key = 0, room = 0;
+  const bool structural = cache_ != nullptr && !matcher_.TextState(&text_key, &room);
+  if (structural) {
+    state_key_.clear();
+    matcher_.StateKey(&state_key_);
+    if (auto it = cache_->sets.find(state_key_); it != cache_->sets.end()) {
+      const AllowedCache::Entry& cached = it->second;
+      if (cached.is_mask) {
+        allowed_.clear();
+        *text = &cached.mask;
+      } else {
+        allowed_.assign(cached.ids.begin(), cached.ids.end());
+      }
+      return;
+    }
+  }
+  vocab_.Allowed(matcher_, scratch_, &allowed_, text);
+  // Small sets are kept as ids, large ones as a vocabulary bit mask; both kinds are capped in number.
+  const bool small = allowed_.size() < AllowedCache::kMaskFrom;
+  if (!structural || *text != nullptr || cache_->sets.size() >= AllowedCache::kMaxEntries ||
+      (!small && cache_->masks >= AllowedCache::kMaxMasks)) {
+    return;
+  }
+  AllowedCache::Entry& entry = cache_->sets[state_key_];
+  if (small) {
+    entry.ids = allowed_;
+    return;
+  }
+  entry.is_mask = true;
+  entry.mask.mask.assign(mask_.size(), 0);
+  for (int32_t id : allowed_) entry.mask.mask[static_cast<uint32_t>(id) >> 6] |= 1ull << (id & 63);
+  entry.mask.count = allowed_.size();
+  ++cache_->masks;
 }
 
 Status CallGenerator::ConsumeFollow(const std::string& follow, int32_t id) {

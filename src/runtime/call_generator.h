@@ -76,6 +76,8 @@ class CallGenerator {
   bool finished() const { return matcher_.Done(); }
 
  private:
+  // allowed_ and *text := the grammar's allowed tokens now, through the structural-state cache.
+  void GrammarAllowed(const ConstraintVocab::TextSet** text);
   // The `follow` option (see ConstrainedOptions).
   Status ConsumeFollow(const std::string& follow, int32_t id);
   int32_t FollowToken(const std::string& follow, const uint64_t* mask) const;
