@@ -17,7 +17,7 @@ namespace {
 // A few tens of microseconds of spinning before sleeping: covers the gap between consecutive loops
 // of one token without burning a core that another process (or the caller's serial work) needs.
 constexpr int kSpinIterations = 2000;
-// A task index no job reaches (Dispatch refuses jobs this large): the counter of a job being set up.
+// A task index no job reaches (larger jobs run in slices): the counter of a job being set up.
 constexpr uint32_t kClosed = 0xffffffffu;
 }  // namespace
 

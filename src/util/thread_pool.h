@@ -3,15 +3,16 @@
 // Decode issues ~100 parallel loops per token, so dispatch must cost microseconds: workers spin
 // briefly on a generation counter before sleeping, and jobs are passed as a non-owning function
 // reference, so Run() never allocates. Sleeping is a condition variable with a timeout, and a wake-up
-// is sent only when someone sleeps: C++20 atomic wait lost a wake-up under qemu-user (a core test
-// hung in the i386 cross build), and a timed re-check bounds any such loss (1 ms for the caller
-// waiting on a job; 100 ms for idle workers, whose missed wake-up costs no progress because the
-// caller claims tasks itself).
+// is sent only when someone sleeps; a timed re-check bounds the cost of any missed wake-up (1 ms for
+// the caller waiting on a job; 100 ms for idle workers, whose missed wake-up costs no progress
+// because the caller claims tasks itself).
 //
 // The caller never waits for a worker that has not started: tasks are claimed from a counter tagged
 // with the job's generation, the caller claims them too, and it waits only for tasks in flight. On
 // a busy machine (a phone running other apps, a CI box) a worker that wakes late simply finds no
-// work left, instead of stalling every loop by a scheduler time slice.
+// work left, instead of stalling every loop by a scheduler time slice. A late worker must not claim
+// a task of a job that has finished: Dispatch closes the counter before publishing the next job's
+// task count (see there).
 #pragma once
 
 #include <atomic>
