@@ -25,8 +25,8 @@ set_target_properties(fgemma_shared PROPERTIES
 target_compile_definitions(fgemma_shared PRIVATE FGEMMA_BUILDING_LIBRARY)
 target_include_directories(fgemma_shared
   PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
-  PRIVATE "${PROJECT_SOURCE_DIR}/src")
-target_link_libraries(fgemma_shared PRIVATE fgemma_core)
+  PRIVATE "${PROJECT_BINARY_DIR}/layers/capi")  # the capi layer's view (cmake/FgemmaLayers.cmake)
+target_link_libraries(fgemma_shared PRIVATE fgemma_capi)  # not fgemma_core: that one shows all of src/
 target_link_options(fgemma_shared PRIVATE "-Wl,--version-script=${CMAKE_CURRENT_LIST_DIR}/fgemma.map")
 add_library(fgemma::fgemma ALIAS fgemma_shared)
 
@@ -50,16 +50,12 @@ install(FILES "${PROJECT_BINARY_DIR}/fgemmaConfig.cmake" "${PROJECT_BINARY_DIR}/
 configure_file("${CMAKE_CURRENT_LIST_DIR}/fgemma.pc.in" "${PROJECT_BINARY_DIR}/fgemma.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/fgemma.pc" DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-# HTTP server (OpenAI-compatible), linked into the CLI (`fgemma serve`) and the server tests.
-file(GLOB fgemma_server_sources CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/src/server/*.cpp")
-if(fgemma_server_sources AND NOT FGEMMA_CROSS_DEPS)
-  add_library(fgemma_server STATIC ${fgemma_server_sources})
-  target_include_directories(fgemma_server PUBLIC "${PROJECT_SOURCE_DIR}/src")
-  target_link_libraries(fgemma_server PUBLIC fgemma_core PkgConfig::HTTPLIB)
-  target_compile_options(fgemma_server PRIVATE -Wall -Wextra -Wno-unused-parameter)
-  if(FGEMMA_PCH)
-    target_precompile_headers(fgemma_server PRIVATE <httplib.h> <nlohmann/json.hpp> ${FGEMMA_PCH_STD})
-  endif()
+# HTTP server (OpenAI-compatible), linked into the CLI (`fgemma serve`) and the server tests: the
+# layer above the runtime (cmake/FgemmaLayers.cmake).
+if(EXISTS "${PROJECT_SOURCE_DIR}/src/server" AND NOT FGEMMA_CROSS_DEPS)
+  fgemma_layer(server DEPS runtime chat model tokenizer util LINK PkgConfig::HTTPLIB
+               PCH <httplib.h> <nlohmann/json.hpp> ${FGEMMA_PCH_STD})
+  target_include_directories(fgemma_server INTERFACE "${PROJECT_SOURCE_DIR}/src")
   if(TARGET fgemma)
     target_link_libraries(fgemma PRIVATE fgemma_server)
   endif()

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "capi/capi_internal.h"
+#include "util/version.h"
 
 namespace fgemma::capi {
 namespace {
@@ -14,8 +15,23 @@ fgemma_status Fail(fgemma_status status, const std::string& message) {
   return status;
 }
 
+// Every ErrorCode is the fgemma_status of the same meaning, so a Status converts by value.
+#define FGEMMA_SAME_CODE(cpp, c) static_assert(static_cast<int>(ErrorCode::cpp) == c, #cpp " must equal " #c)
+FGEMMA_SAME_CODE(kOk, FGEMMA_OK);
+FGEMMA_SAME_CODE(kInvalidArgument, FGEMMA_ERR_INVALID_ARGUMENT);
+FGEMMA_SAME_CODE(kNotFound, FGEMMA_ERR_NOT_FOUND);
+FGEMMA_SAME_CODE(kCorruptFile, FGEMMA_ERR_CORRUPT_FILE);
+FGEMMA_SAME_CODE(kUnsupported, FGEMMA_ERR_UNSUPPORTED);
+FGEMMA_SAME_CODE(kOutOfRange, FGEMMA_ERR_OUT_OF_RANGE);
+FGEMMA_SAME_CODE(kIoError, FGEMMA_ERR_IO);
+FGEMMA_SAME_CODE(kOutOfMemory, FGEMMA_ERR_OUT_OF_MEMORY);
+FGEMMA_SAME_CODE(kCancelled, FGEMMA_ERR_CANCELLED);
+FGEMMA_SAME_CODE(kInternal, FGEMMA_ERR_INTERNAL);
+static_assert(static_cast<int>(ErrorCode::kLast) == FGEMMA_ERR_INTERNAL,
+              "a new ErrorCode needs its fgemma_status (include/fgemma/fgemma.h) and a line above");
+#undef FGEMMA_SAME_CODE
+
 fgemma_status Fail(const Status& status) {
-  // ErrorCode values 0-9 are the C enum's first ten by construction.
   return Fail(static_cast<fgemma_status>(static_cast<int>(status.code())), status.ToString());
 }
 
@@ -37,7 +53,7 @@ using namespace fgemma::capi;
 extern "C" {
 
 FGEMMA_API int32_t fgemma_abi_version(void) { return FGEMMA_ABI_VERSION; }
-FGEMMA_API const char* fgemma_version(void) { return "0.1.0"; }
+FGEMMA_API const char* fgemma_version(void) { return fgemma::VersionString(); }
 
 FGEMMA_API const char* fgemma_status_name(fgemma_status status) {
   switch (status) {

@@ -19,7 +19,8 @@ CallGenerator::CallGenerator(const ConstraintVocab& vocab, const CallGrammar& gr
 Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt, const ConstrainedOptions& opt,
                                std::vector<int32_t>* out, ConstrainedStats* stats) {
   matcher_ = CallMatcher(&grammar_);
-  follow_at_ = 0;
+  ChoiceHook* hook = opt.choice_hook;
+  if (hook) hook->Start();
   ConstrainedStats st;
   out->clear();
   pending_.assign(prompt.begin(), prompt.end());
@@ -35,7 +36,7 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
       // Append the whole forced run; it is evaluated with the next head step's batch.
       for (int32_t id : forced_) {
         if (!vocab_.FeedToken(matcher_, id)) return Internal("forced token refused by the grammar");
-        FGEMMA_RETURN_IF_ERROR(ConsumeFollow(opt.follow, id));
+        if (hook) FGEMMA_RETURN_IF_ERROR(hook->Appended(id));
         out->push_back(id);
         pending_.push_back(id);
         if (opt.on_token && !opt.on_token(id)) return Status(ErrorCode::kCancelled, "generation cancelled");
@@ -79,14 +80,15 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
     ++st.model_calls;
     ++st.head_steps;
     int32_t token = head.argmax;
-    if (follow_at_ < opt.follow.size()) {
-      token = FollowToken(opt.follow, restrict ? nullptr : mask_.data());
-      if (token < 0) {
-        return InvalidArgument("follow text cannot continue at byte " + std::to_string(follow_at_) +
-                               ": no allowed token starts '" + opt.follow.substr(follow_at_, 24) + "'");
-      }
+    if (hook) {
+      HeadChoice choice;
+      choice.argmax = head.argmax;
+      if (restrict) choice.candidates = allowed_;
+      else choice.allowed_mask = mask_.data();
+      FGEMMA_TRY(token, hook->Choose(choice));
+      if (!choice.Allows(token)) return InvalidArgument("choice hook took token " + std::to_string(token) + ", which the grammar does not allow");
+      FGEMMA_RETURN_IF_ERROR(hook->Appended(token));
     }
-    FGEMMA_RETURN_IF_ERROR(ConsumeFollow(opt.follow, token));
     if (!vocab_.FeedToken(matcher_, token)) return Internal("head chose a token outside the allowed set");
     out->push_back(token);
     pending_.assign(1, token);
@@ -138,43 +140,10 @@ void CallGenerator::GrammarAllowed(const ConstraintVocab::TextSet** text) {
   ++cache_->masks;
 }
 
-Status CallGenerator::ConsumeFollow(const std::string& follow, int32_t id) {
-  if (follow_at_ >= follow.size()) return Status::Ok();
-  const std::string text = vocab_.TokenText(id);
-  if (follow.compare(follow_at_, text.size(), text) != 0) {
-    return InvalidArgument("follow text departs from the grammar at byte " + std::to_string(follow_at_) + ": '" +
-                           follow.substr(follow_at_, 24) + "' where the output continues '" + text + "'");
-  }
-  follow_at_ += text.size();
-  return Status::Ok();
-}
-
-int32_t CallGenerator::FollowToken(const std::string& follow, const uint64_t* mask) const {
-  const std::string_view rest = std::string_view(follow).substr(follow_at_);
-  auto allowed = [&](int32_t id) {
-    if (mask != nullptr) return (mask[static_cast<uint32_t>(id) >> 6] >> (id & 63) & 1) != 0;
-    return std::find(allowed_.begin(), allowed_.end(), id) != allowed_.end();
-  };
-  EncodeOptions eo;
-  eo.parse_special = true;
-  const std::vector<int32_t> canonical = vocab_.tokenizer().Encode(rest.substr(0, 64), eo);
-  if (!canonical.empty() && allowed(canonical[0]) && rest.starts_with(vocab_.TokenText(canonical[0]))) return canonical[0];
-  int32_t best = -1;
-  size_t best_len = 0;
-  auto consider = [&](int32_t id) {
-    const std::string text = vocab_.TokenText(id);
-    if (text.size() > best_len && rest.starts_with(text)) {
-      best = id;
-      best_len = text.size();
-    }
-  };
-  if (mask == nullptr) {
-    for (int32_t id : allowed_) consider(id);
-  } else {
-    for (int32_t id = 0; id < vocab_.vocab_size(); ++id)
-      if (allowed(id)) consider(id);
-  }
-  return best;
+bool HeadChoice::Allows(int32_t id) const {
+  if (id < 0) return false;
+  if (allowed_mask != nullptr) return (allowed_mask[static_cast<uint32_t>(id) >> 6] >> (id & 63) & 1) != 0;
+  return std::find(candidates.begin(), candidates.end(), id) != candidates.end();
 }
 
 }  // namespace fgemma

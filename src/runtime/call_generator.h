@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,12 +29,29 @@ struct ConstrainedOptions {
   // Called with each generated token as it is chosen (streaming, cancellation, budgets); returning
   // false stops generation with a kCancelled status.
   std::function<bool(int32_t)> on_token;
-  // Timing aid for random-weight models: when set, each head step takes the allowed token that
-  // continues this text (the canonical token when allowed, else the longest allowed one) instead of
-  // the argmax, and forced runs must match it; the model and the head are evaluated exactly as for
-  // a real choice, so the time is that of the path a real checkpoint would take to write this
-  // output. After the text ends, the argmax decides again.
-  std::string follow;
+  // Null in production. Timing aids and tests install one to see every token and override the
+  // head's choice (runtime/follow_text.h writes a given output with the same work per step).
+  class ChoiceHook* choice_hook = nullptr;
+};
+
+// What a head step offers a ChoiceHook: the argmax and the allowed set, as the candidate ids when
+// the head was restricted, else as a bit mask over the vocabulary.
+struct HeadChoice {
+  int32_t argmax = -1;
+  std::span<const int32_t> candidates;
+  const uint64_t* allowed_mask = nullptr;
+  bool Allows(int32_t id) const;
+};
+
+// Sees the generated tokens and may replace the head's choice by another allowed token; the model
+// and the head are evaluated exactly as without it. An error it returns stops generation.
+class ChoiceHook {
+ public:
+  virtual ~ChoiceHook() = default;
+  virtual void Start() {}
+  virtual Result<int32_t> Choose(const HeadChoice& choice) { return choice.argmax; }
+  // Every token appended to the output, chosen by the head or forced by the grammar.
+  virtual Status Appended(int32_t id) { return Status::Ok(); }
 };
 
 struct ConstrainedStats {
@@ -78,10 +96,6 @@ class CallGenerator {
  private:
   // allowed_ and *text := the grammar's allowed tokens now, through the structural-state cache.
   void GrammarAllowed(const ConstraintVocab::TextSet** text);
-  // The `follow` option (see ConstrainedOptions).
-  Status ConsumeFollow(const std::string& follow, int32_t id);
-  int32_t FollowToken(const std::string& follow, const uint64_t* mask) const;
-  size_t follow_at_ = 0;
   const ConstraintVocab& vocab_;
   const CallGrammar& grammar_;
   CallMatcher matcher_;

@@ -58,6 +58,9 @@ class FunctionCaller {
   std::vector<std::string> TakeWarnings();
 
   const Tokenizer& tokenizer() const { return tokenizer_; }
+  const ConstraintVocab& constraint_vocab() const { return *vocab_; }
+  // Installs a hook that sees and may override each choice (timing aids, tests; null = none).
+  void set_choice_hook(ChoiceHook* hook) { options_.decoding.choice_hook = hook; }
   const Model& model() const { return *model_; }
 
  private:

@@ -23,6 +23,7 @@ enum class ErrorCode : int {
   kOutOfMemory = 7,
   kCancelled = 8,
   kInternal = 9,
+  kLast = kInternal,      // the C API checks every code against its fgemma_status at compile time
 };
 
 const char* ErrorCodeName(ErrorCode code);

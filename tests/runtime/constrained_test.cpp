@@ -1,6 +1,7 @@
 // Constrained decoding: every generated call parses and validates, in every tool_choice mode, and the
 // restricted head and jump-forward change no token.
 #include "constrained_support.h"
+#include "runtime/follow_text.h"
 
 namespace fgemma {
 namespace {
@@ -208,8 +209,9 @@ TEST(ConstrainedDecoding, FollowWritesTheGivenCall) {
   const std::string call =
       "<start_function_call>call:set_light{level:40,note:<escape>hi there, café<escape>,room:<escape>kitchen<escape>}"
       "<end_function_call>";
+  FollowText follow(w.vocab, call);
   ConstrainedOptions opt;
-  opt.follow = call;
+  opt.choice_hook = &follow;
   std::vector<int32_t> out;
   ConstrainedStats stats;
   ASSERT_TRUE(CallGenerator(w.vocab, grammar, w.model->config().vocab_size).Generate(*session, ids, opt, &out, &stats).ok());
@@ -217,7 +219,8 @@ TEST(ConstrainedDecoding, FollowWritesTheGivenCall) {
   EXPECT_EQ(text.substr(0, call.size()), call);
   EXPECT_GT(stats.head_steps, 3u);
   EXPECT_GT(stats.forced_tokens, 3u);
-  opt.follow = "<start_function_call>call:set_light{room:<escape>garage<escape>}";
+  FollowText departing(w.vocab, "<start_function_call>call:set_light{room:<escape>garage<escape>}");
+  opt.choice_hook = &departing;
   session->Reset();
   const Status bad = CallGenerator(w.vocab, grammar, w.model->config().vocab_size).Generate(*session, ids, opt, &out, nullptr);
   EXPECT_FALSE(bad.ok());

@@ -1,8 +1,10 @@
 // fgemma call: an utterance and a tool catalog in, a validated function call out (as JSON).
 #include <cstdio>
+#include <optional>
 
 #include "call_common.h"
 #include "command.h"
+#include "runtime/follow_text.h"
 #include "runtime/model_files.h"
 
 namespace fgemma::cli {
@@ -34,9 +36,10 @@ int RunCall(const CallArgs& a) {
   fo.template_kind = tmpl->kind;
   fo.decoding.restricted_head = !a.no_restricted_head;
   fo.decoding.jump_forward = !a.no_jump_forward;
-  fo.decoding.follow = a.follow;
   auto caller = FunctionCaller::Create(std::shared_ptr<const Model>(std::move(model).value()), std::move(tokenizer).value(), fo);
   if (!caller.ok()) return Fail(caller.status().ToString());
+  std::optional<FollowText> follow;
+  if (!a.follow.empty()) caller.value()->set_choice_hook(&follow.emplace(caller.value()->constraint_vocab(), a.follow));
   int rc = 0;
   for (size_t i = 0; i < std::max<size_t>(1, a.repeat); ++i) {
     auto outcome = caller.value()->Call(request.value(), choice.value());
