@@ -1,6 +1,6 @@
 // Row quantizers: hand-checked blocks, and bit-exact reproduction of the quantized fixture files
 // (written by gguf-py from the float32 values of the bf16 weights).
-#include "io/quantize.h"
+#include "util/weight_types.h"
 
 #include <gtest/gtest.h>
 
