@@ -1,6 +1,7 @@
 // Matrix kernels: Y = X * W^T for weight matrices in any storage type.
 //
-//   W: TensorView [rows=out, cols=in] (f32, f16, bf16, q8_0, q4_0), usually mmapped
+//   W: KernelMatrix [rows=out, cols=in] (f32, f16, bf16, q8_0, q4_0; util/weight_types.h), usually
+//      mmapped, possibly repacked for the running target (kernels/weight_prep.h)
 //   X: num_tokens activation rows of `in` floats
 //   Y: num_tokens rows; this call writes columns [row_begin, row_end) of each
 //
@@ -60,8 +61,10 @@ struct KernelMatrix : TensorView {
 
 // y[t * y_stride + r] = dot(W[r, :], x_t) for r in [row_begin, row_end), t in [0, a.num_tokens).
 void MatMul(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin, size_t row_end);
-// y[i] = dot(W[rows[i], :], x_0) for one token (a.num_tokens == 1): the same bits as those rows of
-// a whole-matrix MatMul, whatever the layout (a restricted LM head computes only some rows).
+// y[i] = dot(W[rows[i], :], x_0) for one token (a.num_tokens == 1), for a restricted LM head that
+// computes only some rows. A repacked matrix gives the same bits as those rows of a whole-matrix
+// MatMul (each row's panel is computed, and reused for neighbouring rows); the stored layout runs
+// each row as a one-row slice.
 void MatMulRows(const KernelMatrix& w, const Activations& a, std::span<const int32_t> rows, float* y);
 
 // Scalar reference: dequantizes each row to float and accumulates in double. Used by tests only.

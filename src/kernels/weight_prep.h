@@ -34,7 +34,8 @@ class PreparedWeights {
 // Repacks each of `matrices` (setting its `repacked`) whose type the running target's kernels read
 // faster in a layout of their own; the others are left as they are. The stored pages of a repacked
 // matrix are then released from the resident set (they stay mapped, for readers of the stored form,
-// and are re-read from the file only if touched). Setting FGEMMA_INTERLEAVE=0 in the environment
+// and are re-read from the file only if touched), so the matrices should live in file mappings:
+// whole pages of anonymous memory inside a repacked matrix would read back as zeros. Setting FGEMMA_INTERLEAVE=0 in the environment
 // keeps every matrix in the stored layout (for comparisons). Call it once per set of matrices,
 // before any kernel reads them. Never fails: without memory for the copies, the stored layout is
 // used.

@@ -37,7 +37,6 @@ struct LayerWeights {
   std::vector<float> pre_ffn_norm;    // [hidden]
   std::vector<float> post_ffn_norm;   // [hidden]
 
-
  private:
   template <typename Self>
   static auto ProjectionsOf(Self& L) {
