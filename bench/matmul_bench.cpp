@@ -2,7 +2,7 @@
 //
 // Names: matmul/<dtype>/<shape>/T<tokens>/<variant>, variant = a SIMD target from KernelTargets()
 // ("AVX3_DL", "AVX2", ... forced via SetKernelTarget), "<target>+interleaved" (quantized weights in
-// the row-interleaved copy the model makes at load, where the target has kernels for it) or
+// the row-interleaved copy PrepareWeights makes at load, where the target has kernels for it) or
 // "reference" (MatMulReference, small cases only). Quantized cases include PackActivations in the timed loop (the runtime packs once per
 // matmul); pack/<dtype>/... times packing alone.
 // Counters: weight_GB/s = weight bytes streamed per second (the decode figure of merit),
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "kernels/matmul_internal.h"
 #include "util/float_types.h"
 
 namespace fgemma {
@@ -100,18 +101,18 @@ void RunMatMul(benchmark::State& state, DType dtype, const Shape* shape, size_t 
     return;
   }
   const std::vector<uint8_t>& weights = Weights(dtype, *shape);
-  TensorView w{dtype, shape->rows, shape->cols, weights.data()};
+  KernelMatrix w{TensorView{dtype, shape->rows, shape->cols, weights.data()}};
   std::unique_ptr<uint8_t, decltype(&std::free)> interleaved(nullptr, &std::free);
-  if (interleave) {  // the copy the model makes at load (kernels/matmul.h)
-    const size_t bytes = InterleavedWeightBytes(w);
+  if (interleave) {  // the copy PrepareWeights makes at load (kernels/weight_prep.h)
+    const size_t bytes = kernels_internal::InterleavedWeightBytes(w);
     if (bytes == 0) {
       state.SkipWithError("no interleaved kernel on this target");
       SetKernelTarget("");
       return;
     }
     interleaved.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
-    InterleaveWeights(w, interleaved.get());
-    w.interleaved = interleaved.get();
+    kernels_internal::InterleaveWeights(w, interleaved.get());
+    w.repacked = interleaved.get();
   }
   const std::vector<float> x = MakeActivations(tokens, shape->cols);
   std::vector<float> y(tokens * shape->rows);
@@ -153,7 +154,7 @@ void RegisterAll() {
   {
     const std::string best = variants.front();
     TensorView probe{DType::kQ8_0, 16, 64, nullptr};
-    if (InterleavedWeightBytes(probe) > 0) variants.insert(variants.begin(), best + "+interleaved");
+    if (kernels_internal::InterleavedWeightBytes(probe) > 0) variants.insert(variants.begin(), best + "+interleaved");
   }
   variants.push_back("reference");
   for (DType dtype : kTypes) {

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "io/gguf_internal.h"
+#include "io/gguf_keys.h"
 
 namespace fgemma {
 
@@ -18,7 +19,6 @@ namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 constexpr uint32_t kMaxDims = 4;
-constexpr uint32_t kDefaultAlignment = 32;
 constexpr uint64_t kInt64Max = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 
 struct GgmlTypeRow {
@@ -28,23 +28,32 @@ struct GgmlTypeRow {
   uint32_t block_bytes;
 };
 
-// ggml's type table (ids 4, 5 and 31-33, 36-38 were retired and are unknown here).
-constexpr GgmlTypeRow kGgmlTypes[] = {
-    {0, "F32", 1, 4},          {1, "F16", 1, 2},          {2, "Q4_0", 32, 18},     {3, "Q4_1", 32, 20},
-    {6, "Q5_0", 32, 22},       {7, "Q5_1", 32, 24},       {8, "Q8_0", 32, 34},     {9, "Q8_1", 32, 36},
+// ggml's types that fgemma cannot compute with, so that their tensors are still sized and named in
+// validation and messages (the supported ones are util/weight_types.h's table; ids 4, 5 and 31-33,
+// 36-38 were retired and are unknown here).
+constexpr GgmlTypeRow kForeignGgmlTypes[] = {
+    {3, "Q4_1", 32, 20},       {6, "Q5_0", 32, 22},       {7, "Q5_1", 32, 24},     {9, "Q8_1", 32, 36},
     {10, "Q2_K", 256, 84},     {11, "Q3_K", 256, 110},    {12, "Q4_K", 256, 144},  {13, "Q5_K", 256, 176},
     {14, "Q6_K", 256, 210},    {15, "Q8_K", 256, 292},    {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},
     {18, "IQ3_XXS", 256, 98},  {19, "IQ1_S", 256, 50},    {20, "IQ4_NL", 32, 18},  {21, "IQ3_S", 256, 110},
     {22, "IQ2_S", 256, 82},    {23, "IQ4_XS", 256, 136},  {24, "I8", 1, 1},        {25, "I16", 1, 2},
     {26, "I32", 1, 4},         {27, "I64", 1, 8},         {28, "F64", 1, 8},       {29, "IQ1_M", 256, 56},
-    {30, "BF16", 1, 2},        {34, "TQ1_0", 256, 54},    {35, "TQ2_0", 256, 66},  {39, "MXFP4", 32, 17},
+    {34, "TQ1_0", 256, 54},    {35, "TQ2_0", 256, 66},    {39, "MXFP4", 32, 17},
 };
 
-const GgmlTypeRow* FindGgmlType(uint32_t id) {
-  for (const auto& row : kGgmlTypes) {
-    if (row.id == id) return &row;
+// The row of a ggml type id, from the weight table or the foreign list; false when unknown.
+bool FindGgmlType(uint32_t id, GgmlTypeRow* out) {
+  if (const WeightTypeInfo* w = WeightTypeByGgml(id)) {
+    *out = {w->ggml_type, w->ggml_name, static_cast<uint32_t>(w->block_size), static_cast<uint32_t>(w->block_bytes)};
+    return true;
   }
-  return nullptr;
+  for (const auto& row : kForeignGgmlTypes) {
+    if (row.id == id) {
+      *out = row;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool IsSignedInteger(GgufType t) {
@@ -143,41 +152,28 @@ size_t GgufTypeSize(GgufType t) {
 }
 
 const char* GgmlTypeName(uint32_t type) {
-  const GgmlTypeRow* row = FindGgmlType(type);
-  return row ? row->name : nullptr;
+  GgmlTypeRow row;
+  return FindGgmlType(type, &row) ? row.name : nullptr;
 }
 
 bool GgmlTypeLayout(uint32_t type, uint32_t* block_size, uint32_t* block_bytes) {
-  const GgmlTypeRow* row = FindGgmlType(type);
-  if (row == nullptr) return false;
-  *block_size = row->block_size;
-  *block_bytes = row->block_bytes;
+  GgmlTypeRow row;
+  if (!FindGgmlType(type, &row)) return false;
+  *block_size = row.block_size;
+  *block_bytes = row.block_bytes;
   return true;
 }
 
 Result<DType> DTypeFromGgmlType(uint32_t type) {
-  switch (type) {
-    case ggml_type::kF32: return DType::kF32;
-    case ggml_type::kF16: return DType::kF16;
-    case ggml_type::kBF16: return DType::kBF16;
-    case ggml_type::kQ8_0: return DType::kQ8_0;
-    case ggml_type::kQ4_0: return DType::kQ4_0;
-  }
+  if (const WeightTypeInfo* w = WeightTypeByGgml(type)) return w->dtype;
+  std::string supported;
+  for (const WeightTypeInfo& w : kWeightTypes) supported += (supported.empty() ? "" : ", ") + std::string(w.ggml_name);
   const char* name = GgmlTypeName(type);
   return Unsupported("ggml tensor type " + (name ? std::string(name) : "#" + std::to_string(type)) +
-                     " is not supported (supported: F32, F16, BF16, Q8_0, Q4_0)");
+                     " is not supported (supported: " + supported + ")");
 }
 
-uint32_t GgmlTypeFromDType(DType t) {
-  switch (t) {
-    case DType::kF32: return ggml_type::kF32;
-    case DType::kF16: return ggml_type::kF16;
-    case DType::kBF16: return ggml_type::kBF16;
-    case DType::kQ8_0: return ggml_type::kQ8_0;
-    case DType::kQ4_0: return ggml_type::kQ4_0;
-  }
-  return ggml_type::kF32;
-}
+uint32_t GgmlTypeFromDType(DType t) { return WeightType(t).ggml_type; }
 
 bool GgufValue::IsInteger() const { return IsIntegerType(type); }
 bool GgufValue::IsFloat() const { return IsFloatType(type); }
@@ -371,8 +367,8 @@ class GgufParser {
   }
 
   Status ParseAlignment() {
-    auto it = f_->kv_index_.find("general.alignment");
-    f_->alignment_ = kDefaultAlignment;
+    auto it = f_->kv_index_.find(gguf_key::kAlignment.name);
+    f_->alignment_ = gguf_key::kAlignment.default_u32();
     if (it == f_->kv_index_.end()) return Status::Ok();
     const GgufKeyValue& kv = f_->kvs_[it->second];
     if (kv.value.type != GgufType::kUint32) {
@@ -648,59 +644,62 @@ Result<std::vector<uint32_t>> GgufFile::GetU32Array(std::string_view key) const 
   return GetIntegerArray<uint32_t>(*this, key);
 }
 
+Result<std::string> GgufFile::Architecture() const { return GetString(gguf_key::kArchitecture.name); }
+
 Result<GgufTokenizer> GgufFile::ReadTokenizer() const {
+  namespace k = gguf_key;
   GgufTokenizer tok;
-  FGEMMA_TRY(tok.tokens, GetStringArray("tokenizer.ggml.tokens"));
+  FGEMMA_TRY(tok.tokens, GetStringArray(k::kTokens.name));
   const size_t n_vocab = tok.tokens.size();
-  if (Has("tokenizer.ggml.model")) {
-    FGEMMA_TRY(tok.model, GetString("tokenizer.ggml.model"));
+  if (Has(k::kTokenizerModel.name)) {
+    FGEMMA_TRY(tok.model, GetString(k::kTokenizerModel.name));
   }
-  if (Has("tokenizer.ggml.pre")) {
-    FGEMMA_TRY(tok.pre, GetString("tokenizer.ggml.pre"));
+  if (Has(k::kTokenizerPre.name)) {
+    FGEMMA_TRY(tok.pre, GetString(k::kTokenizerPre.name));
   }
-  auto check_length = [&](const char* key, size_t n) -> Status {
+  auto check_length = [&](std::string_view key, size_t n) -> Status {
     if (n == n_vocab) return Status::Ok();
-    return CorruptFile(name_ + ": metadata key '" + key + "' has " + std::to_string(n) +
-                       " entries but tokenizer.ggml.tokens has " + std::to_string(n_vocab));
+    return CorruptFile(name_ + ": metadata key " + Quoted(key) + " has " + std::to_string(n) + " entries but " +
+                       std::string(k::kTokens.name) + " has " + std::to_string(n_vocab));
   };
-  if (Has("tokenizer.ggml.scores")) {
-    FGEMMA_TRY(tok.scores, GetF32Array("tokenizer.ggml.scores"));
-    FGEMMA_RETURN_IF_ERROR(check_length("tokenizer.ggml.scores", tok.scores.size()));
+  if (Has(k::kScores.name)) {
+    FGEMMA_TRY(tok.scores, GetF32Array(k::kScores.name));
+    FGEMMA_RETURN_IF_ERROR(check_length(k::kScores.name, tok.scores.size()));
   }
-  if (Has("tokenizer.ggml.token_type")) {
-    FGEMMA_TRY(tok.token_types, GetI32Array("tokenizer.ggml.token_type"));
-    FGEMMA_RETURN_IF_ERROR(check_length("tokenizer.ggml.token_type", tok.token_types.size()));
+  if (Has(k::kTokenType.name)) {
+    FGEMMA_TRY(tok.token_types, GetI32Array(k::kTokenType.name));
+    FGEMMA_RETURN_IF_ERROR(check_length(k::kTokenType.name, tok.token_types.size()));
   }
-  if (Has("tokenizer.ggml.merges")) {
-    FGEMMA_TRY(tok.merges, GetStringArray("tokenizer.ggml.merges"));
+  if (Has(k::kMerges.name)) {
+    FGEMMA_TRY(tok.merges, GetStringArray(k::kMerges.name));
   }
-  const std::pair<const char*, int32_t*> ids[] = {
-      {"tokenizer.ggml.bos_token_id", &tok.bos_id},       {"tokenizer.ggml.eos_token_id", &tok.eos_id},
-      {"tokenizer.ggml.unknown_token_id", &tok.unk_id},   {"tokenizer.ggml.padding_token_id", &tok.pad_id},
-      {"tokenizer.ggml.separator_token_id", &tok.sep_id}, {"tokenizer.ggml.eot_token_id", &tok.eot_id},
-      {"tokenizer.ggml.eom_token_id", &tok.eom_id},       {"tokenizer.ggml.mask_token_id", &tok.mask_id},
+  const std::pair<const GgufKey*, int32_t*> ids[] = {
+      {&k::kBosTokenId, &tok.bos_id},       {&k::kEosTokenId, &tok.eos_id},
+      {&k::kUnknownTokenId, &tok.unk_id},   {&k::kPaddingTokenId, &tok.pad_id},
+      {&k::kSeparatorTokenId, &tok.sep_id}, {&k::kEotTokenId, &tok.eot_id},
+      {&k::kEomTokenId, &tok.eom_id},       {&k::kMaskTokenId, &tok.mask_id},
   };
   for (const auto& [key, out] : ids) {
-    if (!Has(key)) continue;
-    FGEMMA_TRY(int32_t id, GetI32(key));
+    if (!Has(key->name)) continue;
+    FGEMMA_TRY(int32_t id, GetI32(key->name));
     if (id < 0 || static_cast<size_t>(id) >= n_vocab) {
-      return CorruptFile(name_ + ": metadata key '" + key + "' = " + std::to_string(id) +
+      return CorruptFile(name_ + ": metadata key " + Quoted(key->name) + " = " + std::to_string(id) +
                          " is outside the vocabulary of " + std::to_string(n_vocab) + " tokens");
     }
     *out = id;
   }
-  const std::pair<const char*, std::optional<bool>*> flags[] = {
-      {"tokenizer.ggml.add_bos_token", &tok.add_bos},
-      {"tokenizer.ggml.add_eos_token", &tok.add_eos},
-      {"tokenizer.ggml.add_space_prefix", &tok.add_space_prefix},
+  const std::pair<const GgufKey*, std::optional<bool>*> flags[] = {
+      {&k::kAddBosToken, &tok.add_bos},
+      {&k::kAddEosToken, &tok.add_eos},
+      {&k::kAddSpacePrefix, &tok.add_space_prefix},
   };
   for (const auto& [key, out] : flags) {
-    if (!Has(key)) continue;
-    FGEMMA_TRY(bool b, GetBool(key));
+    if (!Has(key->name)) continue;
+    FGEMMA_TRY(bool b, GetBool(key->name));
     *out = b;
   }
-  if (Has("tokenizer.chat_template")) {
-    FGEMMA_TRY(tok.chat_template, GetString("tokenizer.chat_template"));
+  if (Has(k::kChatTemplate.name)) {
+    FGEMMA_TRY(tok.chat_template, GetString(k::kChatTemplate.name));
   }
   return tok;
 }

@@ -51,13 +51,13 @@ std::string GgufTypeName(GgufType t);
 // Bytes of one value of a fixed-size type (0 for string, array or an unknown id).
 size_t GgufTypeSize(GgufType t);
 
-// ggml tensor type ids as stored in GGUF tensor infos.
+// ggml tensor type ids as stored in GGUF tensor infos (from util/weight_types.h's table).
 namespace ggml_type {
-inline constexpr uint32_t kF32 = 0;
-inline constexpr uint32_t kF16 = 1;
-inline constexpr uint32_t kQ4_0 = 2;
-inline constexpr uint32_t kQ8_0 = 8;
-inline constexpr uint32_t kBF16 = 30;
+inline constexpr uint32_t kF32 = WeightType(DType::kF32).ggml_type;
+inline constexpr uint32_t kF16 = WeightType(DType::kF16).ggml_type;
+inline constexpr uint32_t kQ4_0 = WeightType(DType::kQ4_0).ggml_type;
+inline constexpr uint32_t kQ8_0 = WeightType(DType::kQ8_0).ggml_type;
+inline constexpr uint32_t kBF16 = WeightType(DType::kBF16).ggml_type;
 }  // namespace ggml_type
 
 // ggml's name of a tensor type id ("Q8_0", "Q4_K", ...); nullptr when the id is unknown.
@@ -177,7 +177,7 @@ class GgufFile {
   Result<std::vector<int32_t>> GetI32Array(std::string_view key) const;  // any integer elements that fit
   Result<std::vector<uint32_t>> GetU32Array(std::string_view key) const;
 
-  Result<std::string> Architecture() const { return GetString("general.architecture"); }
+  Result<std::string> Architecture() const;  // general.architecture
   // Reads the tokenizer.* keys (tokens required; lengths of scores/token_type checked against it,
   // special ids checked to be in the vocabulary).
   Result<GgufTokenizer> ReadTokenizer() const;

@@ -131,20 +131,22 @@ void GgufWriter::PutKey(std::string_view key, GgufType type) {
 }
 
 Status GgufWriter::AddScalar(std::string_view key, GgufType type, uint64_t bits) {
-  if (key == "general.alignment") {
+  const GgufKey& align = gguf_key::kAlignment;
+  if (key == align.name) {
+    const std::string what = path_ + ": " + std::string(align.name);
     if (!error_.ok()) return error_;
-    if (type != GgufType::kUint32) {
-      return Fail(InvalidArgument(path_ + ": general.alignment must be u32, not " + GgufTypeName(type)));
+    if (type != align.type) {
+      return Fail(InvalidArgument(what + " must be " + GgufTypeName(align.type) + ", not " + GgufTypeName(type)));
     }
     if (bits == 0 || (bits & (bits - 1)) != 0) {
-      return Fail(InvalidArgument(path_ + ": general.alignment " + std::to_string(bits) + " is not a power of two"));
+      return Fail(InvalidArgument(what + " " + std::to_string(bits) + " is not a power of two"));
     }
     if (!tensors_.empty() && bits != alignment_) {
-      return Fail(InvalidArgument(path_ + ": general.alignment must be set before tensors are declared"));
+      return Fail(InvalidArgument(what + " must be set before tensors are declared"));
     }
   }
   FGEMMA_RETURN_IF_ERROR(CheckMetadataOpen(key));
-  if (key == "general.alignment") alignment_ = static_cast<uint32_t>(bits);
+  if (key == align.name) alignment_ = static_cast<uint32_t>(bits);
   PutKey(key, type);
   AppendLe(&kv_bytes_, bits, GgufTypeSize(type));
   return Status::Ok();

@@ -4,7 +4,7 @@
 // declaration order -- each in one call or in several (row by row), so a converter never holds more
 // than one tensor (or one row) in memory -- and Finish(). The header is written when the first tensor
 // byte arrives; data offsets follow from the declared shapes. Each tensor's data starts on the
-// alignment (32, or `general.alignment` when that key is added) and is zero-padded to it, the layout
+// alignment (gguf_key::kAlignment's default 32, or `general.alignment` when that key is added) and is zero-padded to it, the layout
 // llama.cpp's and gguf-py's writers produce. Output goes to `<path>.tmp.<pid>`, which Finish()
 // flushes, syncs and renames over `path`; a writer destroyed before Finish() removes it.
 //
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "io/gguf.h"
+#include "io/gguf_keys.h"
 #include "util/status.h"
 #include "util/tensor.h"
 
@@ -39,7 +40,7 @@ class GgufWriter {
   Status AddI8(std::string_view key, int8_t v);
   Status AddU16(std::string_view key, uint16_t v);
   Status AddI16(std::string_view key, int16_t v);
-  Status AddU32(std::string_view key, uint32_t v);  // "general.alignment" also sets the alignment
+  Status AddU32(std::string_view key, uint32_t v);  // gguf_key::kAlignment also sets the alignment
   Status AddI32(std::string_view key, int32_t v);
   Status AddU64(std::string_view key, uint64_t v);
   Status AddI64(std::string_view key, int64_t v);
@@ -94,7 +95,7 @@ class GgufWriter {
   Status error_;        // first failure (sticky)
   bool finished_ = false;
   bool header_written_ = false;
-  uint32_t alignment_ = 32;
+  uint32_t alignment_ = gguf_key::kAlignment.default_u32();
   uint64_t kv_count_ = 0;
   std::string kv_bytes_;  // serialized metadata pairs
   std::unordered_set<std::string> keys_;

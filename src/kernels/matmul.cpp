@@ -27,12 +27,12 @@ namespace fgemma {
 HWY_EXPORT(TargetNameImpl);
 
 size_t PackedActivationBytes(DType weight_type, size_t cols, size_t num_tokens) {
-  if (!DTypeIsQuantized(weight_type)) return 0;
+  if (!WeightType(weight_type).int8_activations) return 0;
   return kernels_internal::QuantLayoutFor(cols).stride * num_tokens;
 }
 
 void PackActivations(DType weight_type, size_t cols, Activations* a, void* scratch) {
-  if (!DTypeIsQuantized(weight_type)) {
+  if (!WeightType(weight_type).int8_activations) {
     a->packed = nullptr;
     a->packed_stride = 0;
     return;
@@ -42,14 +42,14 @@ void PackActivations(DType weight_type, size_t cols, Activations* a, void* scrat
   a->packed_stride = kernels_internal::QuantLayoutFor(cols).stride;
 }
 
-void MatMul(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin, size_t row_end) {
+void MatMul(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin, size_t row_end) {
   HWY_DASSERT(row_begin <= row_end && row_end <= w.rows);
   if (row_begin >= row_end || a.num_tokens == 0) return;
-  if (!DTypeIsQuantized(w.dtype)) {
+  if (!WeightType(w.dtype).int8_activations) {
     kernels_internal::MatMulFloat(w, a, y, y_stride, row_begin, row_end);
     return;
   }
-  HWY_DASSERT(w.cols % 32 == 0);
+  HWY_DASSERT(w.cols % kQuantBlockValues == 0);
   if (a.packed != nullptr) {
     kernels_internal::MatMulQuant(w, a, y, y_stride, row_begin, row_end);
     return;

@@ -1,6 +1,7 @@
 // Matrix kernels: Y = X * W^T for weight matrices in any storage type.
 //
-//   W: TensorView [rows=out, cols=in] (f32, f16, bf16, q8_0, q4_0), usually mmapped
+//   W: KernelMatrix [rows=out, cols=in] (f32, f16, bf16, q8_0, q4_0; util/weight_types.h), usually
+//      mmapped, possibly repacked for the running target (kernels/weight_prep.h)
 //   X: num_tokens activation rows of `in` floats
 //   Y: num_tokens rows; this call writes columns [row_begin, row_end) of each
 //
@@ -23,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,34 +51,40 @@ size_t PackedActivationBytes(DType weight_type, size_t cols, size_t num_tokens);
 // a.packed is null.
 void PackActivations(DType weight_type, size_t cols, Activations* a, void* scratch);
 
+// A weight matrix as the kernels take it: the stored view (what loaders, writers and fingerprints
+// read; always valid) plus, when PrepareWeights (kernels/weight_prep.h) repacked it, a copy in a
+// layout private to the kernels of the running target. Everything outside kernels/ treats
+// `repacked` as opaque; a KernelMatrix passed where a TensorView is expected is its stored form.
+struct KernelMatrix : TensorView {
+  const void* repacked = nullptr;
+};
+
 // y[t * y_stride + r] = dot(W[r, :], x_t) for r in [row_begin, row_end), t in [0, a.num_tokens).
-void MatMul(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin, size_t row_end);
+void MatMul(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin, size_t row_end);
+// y[i] = dot(W[rows[i], :], x_0) for one token (a.num_tokens == 1), for a restricted LM head that
+// computes only some rows. A repacked matrix gives the same bits as those rows of a whole-matrix
+// MatMul (each row's panel is computed, and reused for neighbouring rows); the stored layout runs
+// each row as a one-row slice.
+void MatMulRows(const KernelMatrix& w, const Activations& a, std::span<const int32_t> rows, float* y);
 
 // Scalar reference: dequantizes each row to float and accumulates in double. Used by tests only.
 void MatMulReference(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                      size_t row_end);
 
-// Row-interleaved weights: the AVX-512 VNNI kernels read quantized matrices (q8_0, q4_0) faster
-// from a copy that interleaves 16 rows (kernels/matmul_internal.h), made once at load. Bytes that
-// copy of `w` takes, or 0 when the running SIMD target has no use for one (other types, other
-// targets); InterleaveWeights fills `out` (64-byte aligned). With w.interleaved set, MatMul reads
-// the copy for row slices that start at a multiple of 16 rows (the runtime's slices always do) and
-// computes every output exactly as the per-token order below, whatever the number of tokens:
+// Repacked weights. On AVX-512 VNNI the quantized matrices (q8_0, q4_0) are repacked into a copy
+// that interleaves 16 rows (kernels/matmul_internal.h). With w.repacked set, MatMul reads the copy
+// for row slices that start at a multiple of 16 rows (the runtime's slices always do) and computes
+// every output exactly as the per-token order below, whatever the number of tokens:
 //   y = fold over blocks b: y = fma(float(int32 dot of block b), float(dw_b * dx_b), y), from 0,
 // so a batch of tokens gives bit-identical outputs to the same tokens one at a time.
-size_t InterleavedWeightBytes(const TensorView& w);
-void InterleaveWeights(const TensorView& w, void* out);
-// Rows [r0, r1) of `w` as a tensor of their own; keeps the interleaved copy when r0 is a multiple
-// of 16 (a whole panel), else drops it. The interleaved kernels' output rows do not depend on the
+//
+// Rows [r0, r1) of `w` as a matrix of their own; keeps the repacked copy when r0 is a multiple of
+// 16 (a whole panel), else drops it. The interleaved kernels' output rows do not depend on the
 // slicing, so a slice gives the same bits as the same rows of the whole matrix.
-TensorView RowSlice(const TensorView& w, size_t r0, size_t r1);
-// Row r as float32, like DequantizeRow, but read from the interleaved copy when there is one (the
-// stored pages of an interleaved matrix were released at load; reading them back would grow RSS).
-void LookupRow(const TensorView& w, size_t r, float* out);
-// Reference for the interleaved kernels (tests): the fold above in scalar code, from w.data and
-// a.packed. Bit-identical to MatMul on interleaved weights.
-void MatMulInterleavedReference(const TensorView& w, const Activations& a, float* y, size_t y_stride,
-                                size_t row_begin, size_t row_end);
+KernelMatrix RowSlice(const KernelMatrix& w, size_t r0, size_t r1);
+// Row r as float32, like DequantizeRow, but read from the repacked copy when there is one (the
+// stored pages of a repacked matrix were released at load; reading them back would grow RSS).
+void LookupRow(const KernelMatrix& w, size_t r, float* out);
 
 // The SIMD target chosen at run time ("AVX3_DL", "AVX3", "AVX2", "SSE4", "NEON", "SCALAR", ...).
 const char* KernelTargetName();

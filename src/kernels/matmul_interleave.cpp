@@ -1,7 +1,10 @@
-// Row-interleaved copies of quantized weights (layout in matmul_internal.h) and the scalar reference
-// of the kernels that read them. Runs once per matrix at load, so plain code is fast enough: the
+// Row-interleaved copies of quantized weights (layout in matmul_internal.h), the scalar reference
+// of the kernels that read them, and the row accessors that know the layout (RowSlice, LookupRow,
+// MatMulRows). Copies are made once per matrix at load, so plain code is fast enough: the
 // 270m's 100 MB of q8_0 projections take about 50 ms.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/matmul.h"
@@ -11,25 +14,26 @@
 namespace fgemma {
 namespace kernels_internal {
 
+namespace {
+constexpr size_t kBlockValues = kQuantBlockValues;
+constexpr size_t kValuesAt = kQuantBlockScaleBytes;  // offset of a block's values (after its f16 scale)
+}  // namespace
+
 size_t InterleavedPanelBytes(DType type, size_t cols) {
-  const size_t nb = cols / 32;
-  return InterleavedScaleBytes(cols) + nb * (type == DType::kQ8_0 ? 512 : 256);
+  return InterleavedScaleBytes(cols) + cols / kBlockValues * InterleavedBlockBytes(type);
 }
 
-}  // namespace kernels_internal
-
-using kernels_internal::kInterleaveRows;
-
 size_t InterleavedWeightBytes(const TensorView& w) {
-  if (!DTypeIsQuantized(w.dtype) || w.cols % 32 != 0 || !kernels_internal::InterleavedKernelAvailable()) return 0;
+  if (!DTypeIsQuantized(w.dtype) || w.cols % kBlockValues != 0 || !InterleavedKernelAvailable()) return 0;
   const size_t panels = (w.rows + kInterleaveRows - 1) / kInterleaveRows;
-  return panels * kernels_internal::InterleavedPanelBytes(w.dtype, w.cols);
+  return panels * InterleavedPanelBytes(w.dtype, w.cols);
 }
 
 void InterleaveWeights(const TensorView& w, void* out) {
-  const size_t nb = w.cols / 32, block_bytes = DTypeBlockBytes(w.dtype);
-  const size_t panel_bytes = kernels_internal::InterleavedPanelBytes(w.dtype, w.cols);
-  const size_t scale_bytes = kernels_internal::InterleavedScaleBytes(w.cols);
+  const size_t nb = w.cols / kBlockValues, block_bytes = DTypeBlockBytes(w.dtype);
+  const size_t panel_bytes = InterleavedPanelBytes(w.dtype, w.cols);
+  const size_t scale_bytes = InterleavedScaleBytes(w.cols);
+  const size_t group_bytes = InterleavedBlockBytes(w.dtype);
   const bool q8 = w.dtype == DType::kQ8_0;
   const size_t panels = (w.rows + kInterleaveRows - 1) / kInterleaveRows;
   uint8_t* dst = static_cast<uint8_t*>(out);
@@ -41,13 +45,13 @@ void InterleaveWeights(const TensorView& w, void* out) {
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* blk = src + b * block_bytes;
       std::memcpy(panel + (b * kInterleaveRows + lane) * 2, blk, 2);
-      uint8_t* q = panel + scale_bytes + b * (q8 ? 512 : 256) + lane * 4;
+      uint8_t* q = panel + scale_bytes + b * group_bytes + lane * 4;
       // q8_0: 8 groups of 4 signed bytes, stored as w + 128 (flip each sign bit); q4_0: 4 groups of
       // 4 bytes moved as they are (each byte holds an element of group j and of group j + 4).
       const uint32_t flip = q8 ? 0x80808080u : 0u;
       for (size_t g = 0; g < (q8 ? 8u : 4u); ++g) {
         uint32_t four;
-        std::memcpy(&four, blk + 2 + 4 * g, 4);
+        std::memcpy(&four, blk + kValuesAt + 4 * g, 4);
         four ^= flip;
         std::memcpy(q + g * 64, &four, 4);
       }
@@ -55,51 +59,9 @@ void InterleaveWeights(const TensorView& w, void* out) {
   }
 }
 
-TensorView RowSlice(const TensorView& w, size_t r0, size_t r1) {
-  TensorView s = w;
-  s.data = w.row(r0);
-  s.rows = r1 - r0;
-  s.interleaved = nullptr;
-  if (w.interleaved != nullptr && r0 % kInterleaveRows == 0) {
-    s.interleaved = static_cast<const uint8_t*>(w.interleaved) +
-                    r0 / kInterleaveRows * kernels_internal::InterleavedPanelBytes(w.dtype, w.cols);
-  }
-  return s;
-}
-
-void LookupRow(const TensorView& w, size_t r, float* out) {
-  if (w.interleaved == nullptr) {
-    DequantizeRow(w, r, out);
-    return;
-  }
-  const size_t nb = w.cols / 32, lane = r % kInterleaveRows;
-  const bool q8 = w.dtype == DType::kQ8_0;
-  const uint8_t* panel = static_cast<const uint8_t*>(w.interleaved) +
-                         r / kInterleaveRows * kernels_internal::InterleavedPanelBytes(w.dtype, w.cols);
-  const size_t scale_bytes = kernels_internal::InterleavedScaleBytes(w.cols);
-  for (size_t b = 0; b < nb; ++b) {
-    uint16_t h;
-    std::memcpy(&h, panel + (b * kInterleaveRows + lane) * 2, 2);
-    const float d = F16ToF32(h);
-    const uint8_t* q = panel + scale_bytes + b * (q8 ? 512 : 256) + lane * 4;
-    float* o = out + b * 32;
-    for (size_t g = 0; g < (q8 ? 8u : 4u); ++g) {
-      for (size_t i = 0; i < 4; ++i) {
-        const uint8_t byte = q[g * 64 + i];
-        if (q8) {
-          o[4 * g + i] = d * static_cast<float>(static_cast<int>(byte) - 128);
-        } else {
-          o[4 * g + i] = d * static_cast<float>((byte & 15) - 8);
-          o[16 + 4 * g + i] = d * static_cast<float>((byte >> 4) - 8);
-        }
-      }
-    }
-  }
-}
-
 void MatMulInterleavedReference(const TensorView& w, const Activations& a, float* y, size_t y_stride,
                                 size_t row_begin, size_t row_end) {
-  const kernels_internal::QuantLayout layout = kernels_internal::QuantLayoutFor(w.cols);
+  const QuantLayout layout = QuantLayoutFor(w.cols);
   const size_t block_bytes = DTypeBlockBytes(w.dtype);
   for (size_t r = row_begin; r < row_end; ++r) {
     const uint8_t* row = w.row(r);
@@ -114,21 +76,92 @@ void MatMulInterleavedReference(const TensorView& w, const Activations& a, float
         float dx;
         std::memcpy(&dx, rec + layout.d8_offset + b * 32, 4);
         int32_t dot = 0;
-        for (size_t k = 0; k < 32; ++k) {
+        for (size_t k = 0; k < kBlockValues; ++k) {
           int wq;
           if (w.dtype == DType::kQ8_0) {
-            wq = static_cast<int8_t>(blk[2 + k]);
+            wq = static_cast<int8_t>(blk[kValuesAt + k]);
           } else {
-            const uint8_t byte = blk[2 + k % 16];
-            wq = (k < 16 ? byte & 15 : byte >> 4) - 8;
+            const uint8_t byte = blk[kValuesAt + k % (kBlockValues / 2)];
+            wq = (k < kBlockValues / 2 ? byte & 15 : byte >> 4) - 8;
           }
-          dot += wq * xq[b * 32 + k];
+          dot += wq * xq[b * kBlockValues + k];
         }
         const float scale = F16ToF32(h) * dx;  // rounded to float, as the kernel's vector multiply
         acc = std::fma(static_cast<float>(dot), scale, acc);
       }
       y[t * y_stride + r] = acc;
     }
+  }
+}
+
+}  // namespace kernels_internal
+
+using kernels_internal::kInterleaveRows;
+using kernels_internal::kBlockValues;
+
+KernelMatrix RowSlice(const KernelMatrix& w, size_t r0, size_t r1) {
+  KernelMatrix s = w;
+  s.data = w.row(r0);
+  s.rows = r1 - r0;
+  s.repacked = nullptr;
+  if (w.repacked != nullptr && r0 % kInterleaveRows == 0) {
+    s.repacked = static_cast<const uint8_t*>(w.repacked) +
+                 r0 / kInterleaveRows * kernels_internal::InterleavedPanelBytes(w.dtype, w.cols);
+  }
+  return s;
+}
+
+void LookupRow(const KernelMatrix& w, size_t r, float* out) {
+  if (w.repacked == nullptr) {
+    DequantizeRow(w, r, out);
+    return;
+  }
+  const size_t nb = w.cols / kBlockValues, lane = r % kInterleaveRows;
+  const bool q8 = w.dtype == DType::kQ8_0;
+  const uint8_t* panel = static_cast<const uint8_t*>(w.repacked) +
+                         r / kInterleaveRows * kernels_internal::InterleavedPanelBytes(w.dtype, w.cols);
+  const size_t scale_bytes = kernels_internal::InterleavedScaleBytes(w.cols);
+  const size_t group_bytes = kernels_internal::InterleavedBlockBytes(w.dtype);
+  for (size_t b = 0; b < nb; ++b) {
+    uint16_t h;
+    std::memcpy(&h, panel + (b * kInterleaveRows + lane) * 2, 2);
+    const float d = F16ToF32(h);
+    const uint8_t* q = panel + scale_bytes + b * group_bytes + lane * 4;
+    float* o = out + b * kBlockValues;
+    for (size_t g = 0; g < (q8 ? 8u : 4u); ++g) {
+      for (size_t i = 0; i < 4; ++i) {
+        const uint8_t byte = q[g * 64 + i];
+        if (q8) {
+          o[4 * g + i] = d * static_cast<float>(static_cast<int>(byte) - 128);
+        } else {
+          o[4 * g + i] = d * static_cast<float>((byte & 15) - 8);
+          o[kBlockValues / 2 + 4 * g + i] = d * static_cast<float>((byte >> 4) - 8);
+        }
+      }
+    }
+  }
+}
+
+void MatMulRows(const KernelMatrix& w, const Activations& a, std::span<const int32_t> rows, float* y) {
+  if (w.repacked == nullptr) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const size_t row = static_cast<size_t>(rows[i]);
+      MatMul(RowSlice(w, row, row + 1), a, y + i, 0, 0, 1);
+    }
+    return;
+  }
+  // Interleaved rows come 16 to a panel: compute the row's whole panel (the same bits as the full
+  // matrix gives that row), reusing it for neighbouring rows.
+  float panel[kInterleaveRows];
+  size_t panel_row = SIZE_MAX;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const size_t row = static_cast<size_t>(rows[i]);
+    if (row / kInterleaveRows * kInterleaveRows != panel_row) {
+      panel_row = row / kInterleaveRows * kInterleaveRows;
+      const size_t end = std::min(w.rows, panel_row + kInterleaveRows);
+      MatMul(RowSlice(w, panel_row, end), a, panel, 0, 0, end - panel_row);
+    }
+    y[i] = panel[row - panel_row];
   }
 }
 

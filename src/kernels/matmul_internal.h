@@ -29,7 +29,7 @@ struct QuantLayout {
 };
 inline QuantLayout QuantLayoutFor(size_t cols) {
   QuantLayout l;
-  l.blocks = cols / 32;
+  l.blocks = cols / kQuantBlockValues;  // activation blocks match the weight blocks
   l.d8_offset = l.blocks * 32;
   l.corr_offset = l.blocks * 64;
   l.bsum_offset = l.blocks * 96;
@@ -41,11 +41,11 @@ inline QuantLayout QuantLayoutFor(size_t cols) {
 void MatMulFloat(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                  size_t row_end);
 // Requires a.packed in the QuantLayout above.
-void MatMulQuant(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+void MatMulQuant(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                  size_t row_end);
 void PackQuant(size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out);
 
-// Row-interleaved quantized weights (TensorView::interleaved), for the AVX-512 VNNI kernels. Rows
+// Row-interleaved quantized weights (KernelMatrix::repacked), for the AVX-512 VNNI kernels. Rows
 // go in panels of 16 (the last one zero-padded); panel p holds rows [16p, 16p + 16) as
 //   uint16_t scale[nb][16]          f16 block scales, row r in lane r (region padded to 64 bytes)
 //   q8_0: uint8_t q[nb][8][16][4]   group g (elements 4g..4g+3) of row r at [b][g][r]: w + 128
@@ -56,7 +56,23 @@ void PackQuant(size_t cols, const float* x, size_t x_stride, size_t num_tokens, 
 // sum in int32 before one float scaling per block, row and token.
 constexpr size_t kInterleaveRows = 16;
 bool InterleavedKernelAvailable();  // the running target has the interleaved kernels
+// Bytes of one block's values for the panel's 16 rows (the block minus its scale, 16 times).
+constexpr size_t InterleavedBlockBytes(DType type) {
+  return kInterleaveRows * (DTypeBlockBytes(type) - kQuantBlockScaleBytes);
+}
 size_t InterleavedPanelBytes(DType type, size_t cols);
-inline size_t InterleavedScaleBytes(size_t cols) { return (cols / 32 * 32 + 63) / 64 * 64; }  // nb * 32, padded
+inline size_t InterleavedScaleBytes(size_t cols) {  // nb * 16 f16 scales, padded to 64 bytes
+  return (cols / kQuantBlockValues * kInterleaveRows * 2 + 63) / 64 * 64;
+}
+
+// Bytes of the interleaved copy of `w`, or 0 when the running target has no use for one (other
+// types, other targets). InterleaveWeights fills `out` (64-byte aligned). PrepareWeights makes
+// these copies for a model; tests and the benchmark make them directly.
+size_t InterleavedWeightBytes(const TensorView& w);
+void InterleaveWeights(const TensorView& w, void* out);
+// Reference for the interleaved kernels (tests): the fold of kernels/matmul.h in scalar code, from
+// w.data and a.packed. Bit-identical to MatMul on interleaved weights.
+void MatMulInterleavedReference(const TensorView& w, const Activations& a, float* y, size_t y_stride,
+                                size_t row_begin, size_t row_end);
 
 }  // namespace fgemma::kernels_internal

@@ -32,8 +32,11 @@ namespace fgemma {
 namespace HWY_NAMESPACE {
 namespace {
 
+// Weight blocks as util/weight_types.h lays them out: the f16 scale, then the quantized values.
 template <DType kType>
-constexpr size_t kBlockBytes = kType == DType::kQ8_0 ? 34 : 18;
+constexpr size_t kBlockBytes = sizeof(QuantBlock<kType>);
+constexpr size_t kValuesAt = kQuantBlockScaleBytes;  // offset of q[] in a block
+constexpr size_t kBlockValues = kQuantBlockValues;
 
 HWY_INLINE uint16_t LoadU16(const uint8_t* p) {
   uint16_t h;
@@ -79,12 +82,12 @@ HWY_INLINE TileJob QuantJob(const TensorView& w, const Activations& a, float* y,
 template <DType kType>
 HWY_INLINE __m512i LoadPairU8(const uint8_t* blk) {
   if constexpr (kType == DType::kQ8_0) {
-    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 34 + 2));
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kValuesAt));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlockBytes<DType::kQ8_0> + kValuesAt));
     return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8(-128));
   } else {
-    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 18 + 2));
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kValuesAt));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kBlockBytes<DType::kQ4_0> + kValuesAt));
     const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(lo)),
                                             _mm256_broadcastsi128_si256(hi), 1);
     // 128-bit lanes: [lo, lo>>4, hi, hi>>4] & 15 = elements 0..15, 16..31 of each block; the
@@ -100,10 +103,10 @@ HWY_INLINE __m512i LoadPairU8(const uint8_t* blk) {
 template <DType kType>
 HWY_INLINE __m512i LoadLastU8(const uint8_t* blk) {
   if constexpr (kType == DType::kQ8_0) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kValuesAt));
     return _mm512_zextsi256_si512(_mm256_xor_si256(v, _mm256_set1_epi8(-128)));
   } else {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kValuesAt));
     const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
     const __m256i nib = _mm256_and_si256(both, _mm256_set1_epi8(15));
     return _mm512_zextsi256_si512(_mm256_add_epi8(nib, _mm256_set1_epi8(120)));
@@ -156,7 +159,7 @@ struct QuantKernel {
     const TilePointers<kR, kT> tile(job, row, token);
     hn::Vec512<float> acc[kR][kT];
     ZeroTile(df, acc);
-    const size_t nb = job.cols / 32;
+    const size_t nb = job.cols / kBlockValues;
     size_t b = 0;
     for (; b + 2 <= nb; b += 2) Step<false>(job, b, tile, acc);
     if (b < nb) Step<true>(job, b, tile, acc);  // odd block count
@@ -171,7 +174,7 @@ struct QuantKernel {
 // instructions per 512 multiply-adds, against 16 and 48 in QuantKernel's 4x4 tile.
 template <DType kType>
 struct InterleavedKernel {
-  static constexpr size_t kGroupBytes = kType == DType::kQ8_0 ? 512 : 256;
+  static constexpr size_t kGroupBytes = kernels_internal::InterleavedBlockBytes(kType);
   static constexpr size_t kBsumIndex = kType == DType::kQ8_0 ? 0 : 1;  // -128 s_b or -8 s_b
 
   // The 8 group vectors of one block (u8: q8_0 w + 128, q4_0 nibbles w + 8).
@@ -192,7 +195,7 @@ struct InterleavedKernel {
   template <size_t kT>
   static HWY_NOINLINE void Tile(const TileJob& job, const uint8_t* panel, size_t row, size_t valid,
                                 size_t token) {
-    const size_t nb = job.cols / 32;
+    const size_t nb = job.cols / kBlockValues;
     const uint8_t* scales = panel;
     const uint8_t* q = panel + kernels_internal::InterleavedScaleBytes(job.cols);
     const uint8_t* x[kT];
@@ -288,9 +291,9 @@ struct BlockOps {
   static HWY_INLINE W LoadW(const uint8_t* blk) {
     __m256i s;
     if constexpr (kType == DType::kQ8_0) {
-      s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+      s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kValuesAt));
     } else {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kValuesAt));
       const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
       s = _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
     }
@@ -321,9 +324,9 @@ struct BlockOps {
   template <DType kType>
   static HWY_INLINE W LoadW(const uint8_t* blk) {
     if constexpr (kType == DType::kQ8_0) {
-      return LoadX(blk + 2);
+      return LoadX(blk + kValuesAt);
     } else {
-      const uint8x16_t v = vld1q_u8(blk + 2);
+      const uint8x16_t v = vld1q_u8(blk + kValuesAt);
       const int8x16_t eight = vdupq_n_s8(8);
       return W{vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(15))), eight),
                vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), eight)};
@@ -365,7 +368,7 @@ struct BlockOps {
   template <DType kType>
   static HWY_INLINE W LoadW(const uint8_t* blk) {
     if constexpr (kType == DType::kQ8_0) {
-      return LoadX(blk + 2);
+      return LoadX(blk + kValuesAt);
     } else {  // elements 0..15 are the low nibbles of bytes 0..15, 16..31 the high nibbles
       const D16 d16;
       const hn::Rebind<uint8_t, D16> du8;
@@ -373,7 +376,7 @@ struct BlockOps {
       W w;
       for (size_t c = 0; c < kChunks; ++c) {
         const size_t e = c * hn::Lanes(d16);
-        const V16 v = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, blk + 2 + e % 16)));
+        const V16 v = hn::BitCast(d16, hn::PromoteTo(du16, hn::LoadU(du8, blk + kValuesAt + e % 16)));
         const V16 nib = e < 16 ? hn::And(v, hn::Set(d16, 15)) : hn::ShiftRight<4>(v);
         w.c[c] = hn::Sub(nib, hn::Set(d16, 8));
       }
@@ -409,7 +412,7 @@ struct QuantKernel {
     const TilePointers<kR, kT> tile(job, row, token);
     hn::Vec<decltype(df)> acc[kR][kT];
     ZeroTile(df, acc);
-    const size_t nb = job.cols / 32;
+    const size_t nb = job.cols / kBlockValues;
     for (size_t b = 0; b < nb; ++b) {
       typename BlockOps::W w[kR];
       const uint8_t* blk[kR];
@@ -435,11 +438,11 @@ struct QuantKernel {
 #endif
 
 template <DType kType>
-void MatMulQuantT(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+void MatMulQuantT(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                   size_t row_end) {
 #if HWY_TARGET == HWY_AVX3_DL
-  if (w.interleaved != nullptr && row_begin % kernels_internal::kInterleaveRows == 0) {
-    InterleavedKernel<kType>::Run(QuantJob(w, a, y, y_stride), static_cast<const uint8_t*>(w.interleaved),
+  if (w.repacked != nullptr && row_begin % kernels_internal::kInterleaveRows == 0) {
+    InterleavedKernel<kType>::Run(QuantJob(w, a, y, y_stride), static_cast<const uint8_t*>(w.repacked),
                                   row_begin, row_end, a.num_tokens);
     return;
   }
@@ -450,7 +453,7 @@ void MatMulQuantT(const TensorView& w, const Activations& a, float* y, size_t y_
 
 }  // namespace
 
-void MatMulQuantImpl(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+void MatMulQuantImpl(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                      size_t row_end) {
   switch (w.dtype) {
     case DType::kQ8_0: return MatMulQuantT<DType::kQ8_0>(w, a, y, y_stride, row_begin, row_end);
@@ -510,7 +513,7 @@ HWY_EXPORT(PackQuantImpl);
 HWY_EXPORT(InterleavedKernelAvailableImpl);
 
 namespace kernels_internal {
-void MatMulQuant(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+void MatMulQuant(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                  size_t row_end) {
   HWY_DYNAMIC_DISPATCH(MatMulQuantImpl)(w, a, y, y_stride, row_begin, row_end);
 }

@@ -9,7 +9,7 @@
 
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
-#include "io/quantize.h"
+#include "util/weight_types.h"
 #include "model/convert_metadata.h"
 #include "model/model.h"
 #include "util/mapped_file.h"
@@ -109,20 +109,11 @@ Result<DType> ParseConvertType(const std::string& name) {
   return t;
 }
 
-uint32_t GgufFileType(DType t) {
-  switch (t) {
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kQ4_0: return 2;
-    case DType::kQ8_0: return 7;
-    case DType::kBF16: return 32;
-  }
-  return 0;
-}
+uint32_t GgufFileType(DType t) { return WeightType(t).gguf_file_type; }
 
 Result<ConvertResult> ConvertToGguf(const std::string& source, const std::string& out_path, const ConvertOptions& options) {
   if (!FileExists(source)) return NotFound(source + ": no such file or directory");
-  FGEMMA_TRY(std::unique_ptr<Model> model, Model::Load(source, /*interleave_for_kernels=*/false));
+  FGEMMA_TRY(std::unique_ptr<Model> model, Model::Load(source, ModelLoadOptions{.prepare_for_kernels = false}));
   const ModelConfig& config = model->config();
   const bool from_gguf = source.ends_with(".gguf");  // as Model::Load decides
 

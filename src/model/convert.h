@@ -55,8 +55,8 @@ Result<ConvertResult> ConvertToGguf(const std::string& source, const std::string
 // Parses a target type: f32, f16, bf16, q8_0 or q4_0 (InvalidArgument naming them otherwise).
 Result<DType> ParseConvertType(const std::string& name);
 
-// llama.cpp's general.file_type (enum llama_ftype) for a file mostly of type `t`:
-// F32 0, F16 1, Q4_0 2, Q8_0 7, BF16 32.
+// llama.cpp's general.file_type (enum llama_ftype) for a file mostly of type `t` (the weight
+// table's gguf_file_type).
 uint32_t GgufFileType(DType t);
 
 }  // namespace fgemma

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "io/gguf_keys.h"
 #include "model/convert.h"
 #include "tokenizer/gguf_vocab.h"
 #include "util/json.h"
@@ -72,26 +73,31 @@ Result<TokenizerConfig> ReadTokenizerConfig(const std::string& dir) {
   return tc;
 }
 
-// The loader assumes every 6th layer global, local RoPE base 10000, query scale head_dim, no
-// softcaps and no RoPE scaling unless told otherwise; only differences are written.
+// The loader takes the table's defaults for the optional gemma3.* keys (every 6th layer global,
+// local RoPE base 10000, query scale head_dim, no softcaps, no RoPE scaling); only differences are
+// written.
 Status AddConfigExtras(const ModelConfig& c, GgufWriter& w, FirstError& add) {
-  if (c.rope_scaling_factor != 1.0f) {
-    add(w.AddString("gemma3.rope.scaling.type", "linear"));
-    add(w.AddF32("gemma3.rope.scaling.factor", c.rope_scaling_factor));
+  namespace k = gguf_key;
+  if (c.rope_scaling_factor != k::kRopeScalingFactor.default_f32()) {
+    add(AddGgufKey(w, k::kRopeScalingType, "linear"));
+    add(AddGgufKey(w, k::kRopeScalingFactor, c.rope_scaling_factor));
   }
-  if (c.rope_theta_local != 1e4f) add(w.AddF32("gemma3.rope.freq_base_swa", c.rope_theta_local));
-  if (c.layer_kinds != SlidingPattern(c.num_layers, 6)) {
+  if (c.rope_theta_local != k::kRopeFreqBaseSwa.default_f32()) add(AddGgufKey(w, k::kRopeFreqBaseSwa, c.rope_theta_local));
+  const int default_pattern = static_cast<int>(k::kSlidingWindowPattern.default_u32());
+  if (c.layer_kinds != SlidingPattern(c.num_layers, default_pattern)) {
     int pattern = 0;
     for (int p = 1; p <= c.num_layers + 1 && pattern == 0; ++p) {
       if (c.layer_kinds == SlidingPattern(c.num_layers, p)) pattern = p;
     }
     if (pattern == 0) return Unsupported("the config's layer_types follow no every-Nth-layer-global pattern, which GGUF cannot express");
-    add(w.AddU32("gemma3.attention.sliding_window_pattern", static_cast<uint32_t>(pattern)));
+    add(AddGgufKey(w, k::kSlidingWindowPattern, static_cast<uint32_t>(pattern)));
   }
-  if (c.query_pre_attn_scalar != static_cast<float>(c.head_dim))
-    add(w.AddF32("gemma3.attention.query_pre_attn_scalar", c.query_pre_attn_scalar));
-  if (c.final_logit_softcap != 0) add(w.AddF32("gemma3.final_logit_softcapping", c.final_logit_softcap));
-  if (c.attn_logit_softcap != 0) add(w.AddF32("gemma3.attn_logit_softcapping", c.attn_logit_softcap));
+  if (c.query_pre_attn_scalar != static_cast<float>(c.head_dim))  // its default: key_length
+    add(AddGgufKey(w, k::kQueryPreAttnScalar, c.query_pre_attn_scalar));
+  if (c.final_logit_softcap != k::kFinalLogitSoftcap.default_f32())
+    add(AddGgufKey(w, k::kFinalLogitSoftcap, c.final_logit_softcap));
+  if (c.attn_logit_softcap != k::kAttnLogitSoftcap.default_f32())
+    add(AddGgufKey(w, k::kAttnLogitSoftcap, c.attn_logit_softcap));
   return Status::Ok();
 }
 
@@ -119,64 +125,66 @@ Status AddHfMetadata(const ModelConfig& c, const std::string& model_dir, const s
   FGEMMA_RETURN_IF_ERROR(CheckId("eos_token_id", c.eos_token_ids[0], c.vocab_size).WithContext(model_dir + "/config.json"));
   FGEMMA_RETURN_IF_ERROR(CheckId("pad_token_id", c.pad_token_id, c.vocab_size).WithContext(model_dir + "/config.json"));
 
+  namespace k = gguf_key;
   FirstError add;
-  add(w.AddString("general.architecture", "gemma3"));
-  add(w.AddString("general.name", name));
+  add(AddGgufKey(w, k::kArchitecture, "gemma3"));
+  add(AddGgufKey(w, k::kName, name));
   const auto u32 = [](int v) { return static_cast<uint32_t>(v); };
-  add(w.AddU32("gemma3.context_length", u32(c.max_position_embeddings)));
-  add(w.AddU32("gemma3.embedding_length", u32(c.hidden)));
-  add(w.AddU32("gemma3.block_count", u32(c.num_layers)));
-  add(w.AddU32("gemma3.feed_forward_length", u32(c.intermediate)));
-  add(w.AddU32("gemma3.attention.head_count", u32(c.num_heads)));
-  add(w.AddU32("gemma3.attention.head_count_kv", u32(c.num_kv_heads)));
-  add(w.AddU32("gemma3.attention.key_length", u32(c.head_dim)));
-  add(w.AddU32("gemma3.attention.value_length", u32(c.head_dim)));
-  add(w.AddF32("gemma3.attention.layer_norm_rms_epsilon", c.rms_norm_eps));
-  add(w.AddF32("gemma3.rope.freq_base", c.rope_theta_global));
-  add(w.AddU32("gemma3.attention.sliding_window", u32(c.sliding_window)));
+  add(AddGgufKey(w, k::kContextLength, u32(c.max_position_embeddings)));
+  add(AddGgufKey(w, k::kEmbeddingLength, u32(c.hidden)));
+  add(AddGgufKey(w, k::kBlockCount, u32(c.num_layers)));
+  add(AddGgufKey(w, k::kFeedForwardLength, u32(c.intermediate)));
+  add(AddGgufKey(w, k::kHeadCount, u32(c.num_heads)));
+  add(AddGgufKey(w, k::kHeadCountKv, u32(c.num_kv_heads)));
+  add(AddGgufKey(w, k::kKeyLength, u32(c.head_dim)));
+  add(AddGgufKey(w, k::kValueLength, u32(c.head_dim)));
+  add(AddGgufKey(w, k::kRmsEpsilon, c.rms_norm_eps));
+  add(AddGgufKey(w, k::kRopeFreqBase, c.rope_theta_global));
+  add(AddGgufKey(w, k::kSlidingWindow, u32(c.sliding_window)));
   FGEMMA_RETURN_IF_ERROR(AddConfigExtras(c, w, add).WithContext(model_dir + "/config.json"));
 
-  add(w.AddString("tokenizer.ggml.model", "llama"));
-  add(w.AddString("tokenizer.ggml.pre", "default"));
-  add(w.AddStringArray("tokenizer.ggml.tokens", vocab.spec.tokens));
-  add(w.AddF32Array("tokenizer.ggml.scores", vocab.spec.scores));
-  add(w.AddI32Array("tokenizer.ggml.token_type", vocab.spec.types));
-  add(w.AddU32("tokenizer.ggml.bos_token_id", u32(c.bos_token_id)));
-  add(w.AddU32("tokenizer.ggml.eos_token_id", u32(c.eos_token_ids[0])));
-  if (vocab.unk_id >= 0) add(w.AddU32("tokenizer.ggml.unknown_token_id", u32(vocab.unk_id)));
-  add(w.AddU32("tokenizer.ggml.padding_token_id", u32(c.pad_token_id)));
-  add(w.AddBool("tokenizer.ggml.add_bos_token", tc.add_bos));
-  add(w.AddBool("tokenizer.ggml.add_eos_token", tc.add_eos));
-  add(w.AddBool("tokenizer.ggml.add_space_prefix", vocab.spec.add_space_prefix));
-  if (!tc.chat_template.empty()) add(w.AddString("tokenizer.chat_template", tc.chat_template));
+  add(AddGgufKey(w, k::kTokenizerModel, "llama"));
+  add(AddGgufKey(w, k::kTokenizerPre, "default"));
+  add(AddGgufKey(w, k::kTokens, vocab.spec.tokens));
+  add(AddGgufKey(w, k::kScores, vocab.spec.scores));
+  add(AddGgufKey(w, k::kTokenType, vocab.spec.types));
+  add(AddGgufKey(w, k::kBosTokenId, u32(c.bos_token_id)));
+  add(AddGgufKey(w, k::kEosTokenId, u32(c.eos_token_ids[0])));
+  if (vocab.unk_id >= 0) add(AddGgufKey(w, k::kUnknownTokenId, u32(vocab.unk_id)));
+  add(AddGgufKey(w, k::kPaddingTokenId, u32(c.pad_token_id)));
+  add(AddGgufKey(w, k::kAddBosToken, tc.add_bos));
+  add(AddGgufKey(w, k::kAddEosToken, tc.add_eos));
+  add(AddGgufKey(w, k::kAddSpacePrefix, vocab.spec.add_space_prefix));
+  if (!tc.chat_template.empty()) add(AddGgufKey(w, k::kChatTemplate, tc.chat_template));
   if (!tc.named.empty()) {
     std::vector<std::string> names;
     for (const auto& [n, text] : tc.named) {
-      add(w.AddString("tokenizer.chat_template." + n, text));
+      add(w.AddString(std::string(k::kChatTemplate.name) + "." + n, text));
       names.push_back(n);
     }
-    add(w.AddStringArray("tokenizer.chat_templates", names));
+    add(AddGgufKey(w, k::kChatTemplates, names));
   }
-  add(w.AddU32("general.file_type", GgufFileType(type)));
+  add(AddGgufKey(w, k::kFileType, GgufFileType(type)));
   return add.status;
 }
 
 Status CopyGgufMetadata(const GgufFile& source, const std::string& name, DType type, GgufWriter& w) {
+  namespace k = gguf_key;
   FirstError add;
   bool has_name = false, has_file_type = false;
   for (const GgufKeyValue& kv : source.metadata()) {
-    if (kv.key == "general.name" && !name.empty()) {
-      add(w.AddString(kv.key, name));
+    if (kv.key == k::kName.name && !name.empty()) {
+      add(AddGgufKey(w, k::kName, name));
       has_name = true;
-    } else if (kv.key == "general.file_type") {
-      add(w.AddU32(kv.key, GgufFileType(type)));
+    } else if (kv.key == k::kFileType.name) {
+      add(AddGgufKey(w, k::kFileType, GgufFileType(type)));
       has_file_type = true;
     } else {
       add(w.AddValue(kv.key, kv.value));
     }
   }
-  if (!has_name && !name.empty()) add(w.AddString("general.name", name));
-  if (!has_file_type) add(w.AddU32("general.file_type", GgufFileType(type)));
+  if (!has_name && !name.empty()) add(AddGgufKey(w, k::kName, name));
+  if (!has_file_type) add(AddGgufKey(w, k::kFileType, GgufFileType(type)));
   return add.status;
 }
 

@@ -78,8 +78,7 @@ Result<std::unique_ptr<Gemma3Forward>> Gemma3Forward::Create(const Model& model,
   size_t packed = 0;
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerWeights& L = model.layer(l);
-    for (const TensorView* w : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj})
-      packed = std::max(packed, PackedActivationBytes(w->dtype, w->cols, B));
+    for (const KernelMatrix* w : L.Projections()) packed = std::max(packed, PackedActivationBytes(w->dtype, w->cols, B));
   }
   f->packed_.resize(packed);
   return f;
@@ -281,7 +280,7 @@ void Gemma3Forward::Run(std::span<const int32_t> tokens, size_t start, ThreadPoo
   const float q_scale = 1.0f / std::sqrt(cfg_.query_pre_attn_scalar);
 
   // 1. Embedding lookup, scaled by sqrt(hidden): x[n, H].
-  const TensorView& embed = model_.embedding();
+  const KernelMatrix& embed = model_.embedding();
   for (size_t t = 0; t < n; ++t) {
     float* x = x_.data() + t * H;
     LookupRow(embed, static_cast<size_t>(tokens[t]), x);

@@ -81,7 +81,7 @@ class Gemma3Forward {
   // y = x W^T for one or more weights that read the same input (q/k/v; gate/up): the input is
   // packed once and the rows of all of them are split across the pool in one dispatch.
   struct Projection {
-    const TensorView* w;
+    const KernelMatrix* w;
     float* y;
     size_t y_stride;
   };

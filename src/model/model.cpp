@@ -2,14 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <set>
-#include <thread>
-
-#include <sys/mman.h>
 
 #include "io/safetensors.h"
-#include "kernels/matmul.h"
 #include "model/model_gguf.h"
 #include "util/hash.h"
 #include "util/mapped_file.h"
@@ -46,13 +41,10 @@ auto NormSlot(Layer& L, const std::string& n) -> decltype(&L.input_norm) {
 
 template <typename Layer>
 auto ProjectionSlot(Layer& L, const std::string& n) -> decltype(&L.q_proj) {
-  if (EndsWith(n, "q_proj.weight")) return &L.q_proj;
-  if (EndsWith(n, "k_proj.weight")) return &L.k_proj;
-  if (EndsWith(n, "v_proj.weight")) return &L.v_proj;
-  if (EndsWith(n, "o_proj.weight")) return &L.o_proj;
-  if (EndsWith(n, "gate_proj.weight")) return &L.gate_proj;
-  if (EndsWith(n, "up_proj.weight")) return &L.up_proj;
-  if (EndsWith(n, "down_proj.weight")) return &L.down_proj;
+  const auto slots = L.Projections();
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (EndsWith(n, std::string(LayerWeights::kProjectionNames[i]) + ".weight")) return slots[i];
+  }
   return nullptr;
 }
 
@@ -95,7 +87,7 @@ Result<std::unique_ptr<Model>> Model::Assemble(const ModelConfig& config, const 
     }
     if (spec.layer < 0) {
       if (spec.role == TensorRole::kEmbedding) {
-        model->embedding_ = t;
+        model->embedding_ = KernelMatrix{t};
       } else {
         model->final_norm_ = NormScale(t, norms_have_unit_offset);
       }
@@ -106,7 +98,7 @@ Result<std::unique_ptr<Model>> Model::Assemble(const ModelConfig& config, const 
       if (auto* slot = NormSlot(L, spec.hf_name)) *slot = NormScale(t, norms_have_unit_offset);
       return;
     }
-    if (auto* slot = ProjectionSlot(L, spec.hf_name)) *slot = t;
+    if (auto* slot = ProjectionSlot(L, spec.hf_name)) *slot = KernelMatrix{t};
   });
   FGEMMA_RETURN_IF_ERROR(status);
   model->embedding_scale_ = static_cast<float>(std::sqrt(static_cast<double>(config.hidden)));
@@ -124,7 +116,7 @@ Result<std::unique_ptr<Model>> Model::Assemble(const ModelConfig& config, const 
   };
   mix(model->embedding_);
   for (const auto& L : model->layers_) {
-    for (const TensorView* v : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) mix(*v);
+    for (const KernelMatrix* m : L.Projections()) mix(*m);
     for (const auto* n : {&L.input_norm, &L.q_norm, &L.k_norm, &L.post_attn_norm, &L.pre_ffn_norm, &L.post_ffn_norm})
       fp = Hash64(n->data(), n->size() * sizeof(float), fp);
   }
@@ -132,65 +124,19 @@ Result<std::unique_ptr<Model>> Model::Assemble(const ModelConfig& config, const 
   return model;
 }
 
-void Model::InterleaveForKernels() {
-  if (interleaved_ != nullptr) return;  // done already
-  // One 64-byte aligned buffer for every matrix the running kernels read row-interleaved
-  // (quantized weights on AVX-512 VNNI); nothing on other targets and for float weights.
-  // FGEMMA_INTERLEAVE=0 turns it off (for comparisons: the stored layout's kernels then run).
-  if (const char* env = std::getenv("FGEMMA_INTERLEAVE"); env != nullptr && std::string(env) == "0") return;
-  // The tied embedding too: as the head it is the largest matrix of every decode step (its rows
-  // for token lookups are still read from the stored form).
-  std::vector<std::pair<TensorView*, size_t>> views;  // matrix, offset of its copy in the buffer
-  size_t total = 0;
-  auto add = [&](TensorView* v) {
-    const size_t bytes = InterleavedWeightBytes(*v);
-    if (bytes == 0) return;
-    views.emplace_back(v, total);
-    total += (bytes + 63) / 64 * 64;
-  };
-  add(&embedding_);
+void Model::PrepareForKernels() {
+  std::vector<KernelMatrix*> matrices = {&embedding_};
   for (auto& L : layers_) {
-    for (TensorView* v : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) add(v);
+    for (KernelMatrix* m : L.Projections()) matrices.push_back(m);
   }
-  if (total == 0) return;
-  constexpr size_t kHugePage = size_t{2} << 20;  // fewer page faults while filling it
-  const size_t allocated = (total + kHugePage - 1) / kHugePage * kHugePage;
-  void* buffer = std::aligned_alloc(kHugePage, allocated);
-  if (buffer == nullptr) return;  // keep computing from the stored layout
-#ifdef MADV_HUGEPAGE
-  madvise(buffer, allocated, MADV_HUGEPAGE);
-#endif
-  interleaved_.reset(buffer, [](void* p) { std::free(p); });
-  interleaved_bytes_ = total;
-  for (auto [v, offset] : views) v->interleaved = static_cast<uint8_t*>(buffer) + offset;
-  // Filling it is mostly first-touch page faults (zeroing fresh pages): two threads share chunks
-  // of 4096 rows (whole panels, so each chunk is a RowSlice with its own part of the copy).
-  struct Chunk {
-    const TensorView* v;
-    size_t r0, r1;
-  };
-  std::vector<Chunk> chunks;
-  for (auto [v, offset] : views) {
-    for (size_t r0 = 0; r0 < v->rows; r0 += 4096) chunks.push_back({v, r0, std::min(v->rows, r0 + 4096)});
-  }
-  auto fill = [&chunks](size_t first, size_t step) {
-    for (size_t i = first; i < chunks.size(); i += step) {
-      const TensorView slice = RowSlice(*chunks[i].v, chunks[i].r0, chunks[i].r1);
-      InterleaveWeights(slice, const_cast<void*>(slice.interleaved));
-      // The stored form stays mapped (lookups, convert, fingerprints) but leaves RSS until read again.
-      ReleaseMappedPages(slice.data, slice.bytes());
-    }
-  };
-  std::thread helper(fill, 1, 2);
-  fill(0, 2);
-  helper.join();
+  prepared_ = PrepareWeights(matrices);
 }
 
 std::string Model::weight_type_name() const {
   const DType t = layers_.empty() ? embedding_.dtype : layers_[0].q_proj.dtype;
   for (const auto& L : layers_) {
-    for (const TensorView* v : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj}) {
-      if (v->dtype != t) return "mixed";
+    for (const KernelMatrix* m : L.Projections()) {
+      if (m->dtype != t) return "mixed";
     }
   }
   return DTypeName(t);
@@ -199,8 +145,7 @@ std::string Model::weight_type_name() const {
 uint64_t Model::weight_bytes() const {
   uint64_t total = embedding_.bytes() + final_norm_.size() * 4;
   for (const auto& L : layers_) {
-    for (const TensorView* v : {&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj})
-      total += v->bytes();
+    for (const KernelMatrix* m : L.Projections()) total += m->bytes();
   }
   return total;
 }
@@ -264,11 +209,11 @@ Result<std::unique_ptr<Model>> LoadSafetensors(const std::string& path) {
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> Model::Load(const std::string& path, bool interleave_for_kernels) {
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const ModelLoadOptions& options) {
   if (!FileExists(path)) return NotFound(path + ": no such file or directory");
   auto model = EndsWith(path, ".gguf") ? LoadGgufModel(path) : LoadSafetensors(path);
   if (!model.ok()) return model.status().WithContext("loading " + path);
-  if (interleave_for_kernels) model.value()->InterleaveForKernels();
+  if (options.prepare_for_kernels) model.value()->PrepareForKernels();
   return model;
 }
 

@@ -5,11 +5,14 @@
 // A Model is immutable after Load() and may be shared by any number of sessions and threads.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "kernels/matmul.h"
+#include "kernels/weight_prep.h"
 #include "model/config.h"
 #include "model/tensor_list.h"
 #include "util/status.h"
@@ -19,13 +22,13 @@ namespace fgemma {
 
 struct LayerWeights {
   LayerKind kind = LayerKind::kSliding;
-  TensorView q_proj;     // [heads*head_dim, hidden]
-  TensorView k_proj;     // [kv_heads*head_dim, hidden]
-  TensorView v_proj;     // [kv_heads*head_dim, hidden]
-  TensorView o_proj;     // [hidden, heads*head_dim]
-  TensorView gate_proj;  // [intermediate, hidden]
-  TensorView up_proj;    // [intermediate, hidden]
-  TensorView down_proj;  // [hidden, intermediate]
+  KernelMatrix q_proj;     // [heads*head_dim, hidden]
+  KernelMatrix k_proj;     // [kv_heads*head_dim, hidden]
+  KernelMatrix v_proj;     // [kv_heads*head_dim, hidden]
+  KernelMatrix o_proj;     // [hidden, heads*head_dim]
+  KernelMatrix gate_proj;  // [intermediate, hidden]
+  KernelMatrix up_proj;    // [intermediate, hidden]
+  KernelMatrix down_proj;  // [hidden, intermediate]
   // RMSNorm scales, (1 + w) in float32.
   std::vector<float> input_norm;      // [hidden]
   std::vector<float> q_norm;          // [head_dim]
@@ -33,6 +36,27 @@ struct LayerWeights {
   std::vector<float> post_attn_norm;  // [hidden]
   std::vector<float> pre_ffn_norm;    // [hidden]
   std::vector<float> post_ffn_norm;   // [hidden]
+
+ private:
+  template <typename Self>
+  static auto ProjectionsOf(Self& L) {
+    return std::array{&L.q_proj, &L.k_proj, &L.v_proj, &L.o_proj, &L.gate_proj, &L.up_proj, &L.down_proj};
+  }
+
+ public:
+  // The seven projections, in the order above: the one list of them (loops over a layer's matrices
+  // use it), with their names in Hugging Face checkpoints ("<name>.weight").
+  static constexpr size_t kNumProjections = 7;
+  static constexpr std::array<const char*, kNumProjections> kProjectionNames = {
+      "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  std::array<KernelMatrix*, kNumProjections> Projections() { return ProjectionsOf(*this); }
+  std::array<const KernelMatrix*, kNumProjections> Projections() const { return ProjectionsOf(*this); }
+};
+
+struct ModelLoadOptions {
+  // Hand the matrices to the kernels (PrepareWeights), which may repack them for the running SIMD
+  // target. Writers that only read the stored tensors (convert) pass false.
+  bool prepare_for_kernels = true;
 };
 
 // Where a loader finds tensors: returns the stored view for a spec, or an error naming the tensor.
@@ -42,9 +66,7 @@ class Model {
  public:
   // Loads a Hugging Face directory (config.json + safetensors), a .safetensors file with config.json
   // beside it, or (when supported) a .gguf file.
-  // Quantized matrices are then copied into the kernels' interleaved layout when the running SIMD
-  // target has one (InterleaveForKernels); writers that only read the stored tensors pass false.
-  static Result<std::unique_ptr<Model>> Load(const std::string& path, bool interleave_for_kernels = true);
+  static Result<std::unique_ptr<Model>> Load(const std::string& path, const ModelLoadOptions& options = {});
 
   // Assembles a model from any tensor source. `norms_have_unit_offset` is true for GGUF files
   // (stored 1 + w). `owner` keeps the backing storage (mappings) alive.
@@ -53,7 +75,7 @@ class Model {
                                                  std::string source);
 
   const ModelConfig& config() const { return config_; }
-  const TensorView& embedding() const { return embedding_; }   // [vocab, hidden], also the head
+  const KernelMatrix& embedding() const { return embedding_; }  // [vocab, hidden], also the head
   const std::vector<float>& final_norm() const { return final_norm_; }  // (1 + w), [hidden]
   const LayerWeights& layer(int i) const { return layers_[static_cast<size_t>(i)]; }
   float embedding_scale() const { return embedding_scale_; }   // float32(sqrt(hidden))
@@ -62,12 +84,10 @@ class Model {
   std::string weight_type_name() const;
   // Bytes of weights the model maps (each tensor once).
   uint64_t weight_bytes() const;
-  // Makes row-interleaved copies of the quantized matrices (TensorView::interleaved) when the
-  // running kernels use them (nothing for float weights or on other targets; FGEMMA_INTERLEAVE=0
-  // turns it off). Load does it; call it once, before any Session exists.
-  void InterleaveForKernels();
-  // Bytes of the row-interleaved copies made at load for the running kernels (0 if none).
-  size_t interleaved_bytes() const { return interleaved_bytes_; }
+  // Bytes of the copies the kernels made of the matrices at load (0 if none), and the name of the
+  // layout they read ("" = as stored; see kernels/weight_prep.h).
+  size_t repacked_bytes() const { return prepared_.repacked_bytes(); }
+  const std::string& weight_layout() const { return prepared_.layout(); }
   // Identifies the weights (config, tensor types and shapes, and sampled bytes of every tensor):
   // cache files of one model are refused by another.
   uint64_t fingerprint() const { return fingerprint_; }
@@ -80,16 +100,18 @@ class Model {
 
  private:
   Model() = default;
+  // Hands the embedding (the largest matrix of every decode step, as the head) and the projections
+  // to the kernels. Load does it once, before any Session exists.
+  void PrepareForKernels();
+
   ModelConfig config_;
-  TensorView embedding_;
+  KernelMatrix embedding_;
   std::vector<float> final_norm_;
   std::vector<LayerWeights> layers_;
   float embedding_scale_ = 1;
   uint64_t fingerprint_ = 0;
   std::shared_ptr<void> owner_;
-
-  std::shared_ptr<void> interleaved_;
-  size_t interleaved_bytes_ = 0;
+  PreparedWeights prepared_;
   std::string source_;
 };
 

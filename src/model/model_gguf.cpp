@@ -1,91 +1,73 @@
 // Model::Load for GGUF files in llama.cpp's gemma3 layout.
 //
-// GGUF keeps the config in `gemma3.*` keys and the norms as `1 + w` (llama.cpp's converter adds the
-// one), so Assemble is told not to add it again. Keys llama.cpp does not store for gemma3 take the
-// architecture's fixed values: sliding-layer RoPE base 10000, every 6th layer global,
-// query_pre_attn_scalar = head_dim (true of every Gemma 3 size but 27B, whose GGUF llama.cpp itself
-// special-cases).
+// GGUF keeps the config in `gemma3.*` keys (io/gguf_keys.h) and the norms as `1 + w` (llama.cpp's
+// converter adds the one), so Assemble is told not to add it again. Keys llama.cpp does not store
+// for gemma3 take the table's defaults, the architecture's fixed values: sliding-layer RoPE base
+// 10000, every 6th layer global, query_pre_attn_scalar = head_dim (true of every Gemma 3 size but
+// 27B, whose GGUF llama.cpp itself special-cases).
 #include <algorithm>
 #include <memory>
 
 #include "io/gguf.h"
+#include "io/gguf_keys.h"
 #include "model/model.h"
 #include "model/model_gguf.h"
 
 namespace fgemma {
-namespace {
-
-template <typename T>
-Status Require(const Result<T>& r, T* out) {
-  if (!r.ok()) return r.status();
-  *out = r.value();
-  return Status::Ok();
-}
-
-}  // namespace
 
 Result<ModelConfig> ConfigFromGguf(const GgufFile& f) {
+  namespace k = gguf_key;
   FGEMMA_TRY(std::string arch, f.Architecture());
   if (arch != "gemma3") return Unsupported(f.name() + ": general.architecture '" + arch + "' is not supported (gemma3)");
   ModelConfig c;
   c.name = "custom";
+  // Integer keys read into u, then narrowed (Validate checks the values).
   uint32_t u = 0;
-  FGEMMA_RETURN_IF_ERROR(Require(f.GetU32("gemma3.embedding_length"), &u));
-  c.hidden = static_cast<int>(u);
-  FGEMMA_RETURN_IF_ERROR(Require(f.GetU32("gemma3.feed_forward_length"), &u));
-  c.intermediate = static_cast<int>(u);
-  FGEMMA_RETURN_IF_ERROR(Require(f.GetU32("gemma3.block_count"), &u));
-  c.num_layers = static_cast<int>(u);
-  FGEMMA_RETURN_IF_ERROR(Require(f.GetU32("gemma3.attention.head_count"), &u));
-  c.num_heads = static_cast<int>(u);
-  FGEMMA_RETURN_IF_ERROR(Require(f.GetU32("gemma3.attention.head_count_kv"), &u));
-  c.num_kv_heads = static_cast<int>(u);
-  FGEMMA_RETURN_IF_ERROR(Require(f.GetU32("gemma3.attention.key_length"), &u));
-  c.head_dim = static_cast<int>(u);
-  if (f.Has("gemma3.attention.value_length")) {
-    FGEMMA_RETURN_IF_ERROR(Require(f.GetU32("gemma3.attention.value_length"), &u));
-    if (static_cast<int>(u) != c.head_dim) return Unsupported(f.name() + ": value_length differs from key_length");
+  auto read_int = [&](const GgufKey& key, int* out) -> Status {
+    FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, key, &u));
+    *out = static_cast<int>(u);
+    return Status::Ok();
+  };
+  FGEMMA_RETURN_IF_ERROR(read_int(k::kEmbeddingLength, &c.hidden));
+  FGEMMA_RETURN_IF_ERROR(read_int(k::kFeedForwardLength, &c.intermediate));
+  FGEMMA_RETURN_IF_ERROR(read_int(k::kBlockCount, &c.num_layers));
+  FGEMMA_RETURN_IF_ERROR(read_int(k::kHeadCount, &c.num_heads));
+  FGEMMA_RETURN_IF_ERROR(read_int(k::kHeadCountKv, &c.num_kv_heads));
+  FGEMMA_RETURN_IF_ERROR(read_int(k::kKeyLength, &c.head_dim));
+  int value_length = c.head_dim;  // defaults to key_length
+  FGEMMA_RETURN_IF_ERROR(read_int(k::kValueLength, &value_length));
+  if (value_length != c.head_dim) return Unsupported(f.name() + ": value_length differs from key_length");
+  FGEMMA_RETURN_IF_ERROR(read_int(k::kSlidingWindow, &c.sliding_window));
+  FGEMMA_RETURN_IF_ERROR(read_int(k::kContextLength, &c.max_position_embeddings));
+  FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, k::kRmsEpsilon, &c.rms_norm_eps));
+  FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, k::kRopeFreqBase, &c.rope_theta_global));
+  FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, k::kRopeFreqBaseSwa, &c.rope_theta_local));
+  std::string scaling;
+  FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, k::kRopeScalingType, &scaling));
+  if (scaling == "linear") {
+    // The factor is required with linear scaling (its default 1 would mean no scaling).
+    FGEMMA_TRY(c.rope_scaling_factor, f.GetF32(k::kRopeScalingFactor.name));
+  } else if (scaling != k::kRopeScalingType.default_text) {
+    return Unsupported(f.name() + ": " + std::string(k::kRopeScalingType.name) + " '" + scaling +
+                       "' is not supported (linear)");
   }
-  FGEMMA_RETURN_IF_ERROR(Require(f.GetU32("gemma3.attention.sliding_window"), &u));
-  c.sliding_window = static_cast<int>(u);
-  FGEMMA_RETURN_IF_ERROR(Require(f.GetU32("gemma3.context_length"), &u));
-  c.max_position_embeddings = static_cast<int>(u);
-  FGEMMA_RETURN_IF_ERROR(Require(f.GetF32("gemma3.attention.layer_norm_rms_epsilon"), &c.rms_norm_eps));
-  c.rope_theta_global = 1e6f;
-  if (f.Has("gemma3.rope.freq_base")) FGEMMA_RETURN_IF_ERROR(Require(f.GetF32("gemma3.rope.freq_base"), &c.rope_theta_global));
-  c.rope_theta_local = 1e4f;
-  if (f.Has("gemma3.rope.freq_base_swa"))
-    FGEMMA_RETURN_IF_ERROR(Require(f.GetF32("gemma3.rope.freq_base_swa"), &c.rope_theta_local));
-  if (f.Has("gemma3.rope.scaling.type")) {
-    FGEMMA_TRY(std::string type, f.GetString("gemma3.rope.scaling.type"));
-    if (type == "linear") {
-      FGEMMA_RETURN_IF_ERROR(Require(f.GetF32("gemma3.rope.scaling.factor"), &c.rope_scaling_factor));
-    } else if (type != "none") {
-      return Unsupported(f.name() + ": gemma3.rope.scaling.type '" + type + "' is not supported (linear)");
-    }
-  }
-  c.query_pre_attn_scalar = static_cast<float>(c.head_dim);
-  if (f.Has("gemma3.attention.query_pre_attn_scalar"))
-    FGEMMA_RETURN_IF_ERROR(Require(f.GetF32("gemma3.attention.query_pre_attn_scalar"), &c.query_pre_attn_scalar));
-  int pattern = 6;
-  if (f.Has("gemma3.attention.sliding_window_pattern")) {
-    FGEMMA_RETURN_IF_ERROR(Require(f.GetU32("gemma3.attention.sliding_window_pattern"), &u));
-    pattern = static_cast<int>(u);
-  }
+  c.query_pre_attn_scalar = static_cast<float>(c.head_dim);  // defaults to key_length
+  FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, k::kQueryPreAttnScalar, &c.query_pre_attn_scalar));
+  int pattern = 0;
+  FGEMMA_RETURN_IF_ERROR(read_int(k::kSlidingWindowPattern, &pattern));
   c.layer_kinds = SlidingPattern(c.num_layers, pattern);
-  if (f.Has("gemma3.final_logit_softcapping"))
-    FGEMMA_RETURN_IF_ERROR(Require(f.GetF32("gemma3.final_logit_softcapping"), &c.final_logit_softcap));
-  if (f.Has("gemma3.attn_logit_softcapping"))
-    FGEMMA_RETURN_IF_ERROR(Require(f.GetF32("gemma3.attn_logit_softcapping"), &c.attn_logit_softcap));
+  FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, k::kFinalLogitSoftcap, &c.final_logit_softcap));
+  FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, k::kAttnLogitSoftcap, &c.attn_logit_softcap));
   // Vocabulary size: the embedding's rows (the tokenizer arrays must agree when present).
   const GgufTensorInfo* embd = f.FindTensor("token_embd.weight");
   if (embd == nullptr) return NotFound(f.name() + ": tensor 'token_embd.weight' is missing");
   c.vocab_size = static_cast<int>(embd->rows());
-  if (f.Has("tokenizer.ggml.bos_token_id")) FGEMMA_RETURN_IF_ERROR(Require(f.GetI32("tokenizer.ggml.bos_token_id"), &c.bos_token_id));
+  if (f.Has(k::kBosTokenId.name)) {
+    FGEMMA_TRY(c.bos_token_id, f.GetI32(k::kBosTokenId.name));
+  }
   c.eos_token_ids = {1, 106};  // <eos> and <end_of_turn> (the file names only one)
-  if (f.Has("tokenizer.ggml.eos_token_id")) {
-    int32_t eos = 0;
-    FGEMMA_RETURN_IF_ERROR(Require(f.GetI32("tokenizer.ggml.eos_token_id"), &eos));
+  if (f.Has(k::kEosTokenId.name)) {
+    FGEMMA_TRY(int32_t eos, f.GetI32(k::kEosTokenId.name));
     if (eos != 1 && eos != 106) c.eos_token_ids.push_back(eos);
   }
   FGEMMA_RETURN_IF_ERROR(c.Validate().WithContext(f.name()));

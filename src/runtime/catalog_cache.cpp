@@ -28,9 +28,10 @@ uint64_t GetU64(const uint8_t* p) {
 uint64_t PrefixHash(const std::vector<int32_t>& tokens) { return Hash64(tokens.data(), tokens.size() * sizeof(int32_t)); }
 
 uint64_t CatalogNumericsKey(const Session& session) {
-  // The target's kernels, and whether they read the interleaved weight copies (FGEMMA_INTERLEAVE).
+  // The target's kernels, and the layout they read the weights in (kernels/weight_prep.h; the
+  // stored one with FGEMMA_INTERLEAVE=0), e.g. "AVX3_DL+interleaved".
   std::string target = KernelTargetName();
-  if (session.model().interleaved_bytes() > 0) target += "+interleaved";
+  if (!session.model().weight_layout().empty()) target += "+" + session.model().weight_layout();
   return (Hash64(target.data(), target.size()) & 0xffffffff00000000ull) | static_cast<uint32_t>(session.threads());
 }
 
@@ -69,7 +70,7 @@ Status LoadCatalogCache(const std::string& path, Session& session, uint64_t pref
   if (numerics != ours) {
     if ((numerics >> 32) != (ours >> 32))
       return InvalidArgument(path + ": cache was built with kernels for another SIMD target or weight layout than " +
-                             KernelTargetName() + (session.model().interleaved_bytes() > 0 ? " (interleaved)" : "") +
+                             KernelTargetName() + (session.model().weight_layout().empty() ? "" : " (" + session.model().weight_layout() + ")") +
                              " (its values would differ in the last bits from this session's prefill)");
     return InvalidArgument(path + ": cache was built with " + std::to_string(static_cast<uint32_t>(numerics)) +
                            " threads, this session uses " + std::to_string(session.threads()) +

@@ -22,7 +22,7 @@ LmHead::LmHead(const Model& model, int num_threads)
       best_(static_cast<size_t>(num_threads)) {}
 
 void LmHead::Compute(const float* hidden, HeadRequest& req, ThreadPool& pool) {
-  const TensorView& E = model_.embedding();
+  const KernelMatrix& E = model_.embedding();
   const float cap = model_.config().final_logit_softcap;
   Activations a;
   a.data = hidden;
@@ -61,26 +61,7 @@ void LmHead::Compute(const float* hidden, HeadRequest& req, ThreadPool& pool) {
       const size_t i0 = task * per_task, i1 = std::min(n, i0 + per_task);
       // out[k] holds candidate i0 + k: the caller's logits, or this thread's scratch (per_task <= kBlockRows).
       float* out = req.logits ? req.logits + i0 : block_scratch_.data() + static_cast<size_t>(thread) * kBlockRows;
-      if (E.interleaved == nullptr) {
-        for (size_t i = i0; i < i1; ++i) {
-          const size_t row = static_cast<size_t>(req.candidates[i]);
-          MatMul(RowSlice(E, row, row + 1), a, out + (i - i0), 0, 0, 1);
-        }
-      } else {
-        // Interleaved rows come 16 to a panel: compute the candidate's whole panel (the same bits
-        // as the full head gives that row), reusing it for neighbouring candidates.
-        float panel[16];
-        size_t panel_row = SIZE_MAX;
-        for (size_t i = i0; i < i1; ++i) {
-          const size_t row = static_cast<size_t>(req.candidates[i]);
-          if (row / 16 * 16 != panel_row) {
-            panel_row = row / 16 * 16;
-            MatMul(RowSlice(E, panel_row, std::min(E.rows, panel_row + 16)), a, panel, 0, 0,
-                   std::min(E.rows, panel_row + 16) - panel_row);
-          }
-          out[i - i0] = panel[row - panel_row];
-        }
-      }
+      MatMulRows(E, a, req.candidates.subspan(i0, i1 - i0), out);
       finish(out, i1 - i0, 0, req.candidates.data() + i0, thread);
     });
   }

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "io/gguf.h"
-#include "io/quantize.h"
+#include "util/weight_types.h"
 #include "io_test_util.h"
 #include "model/model.h"
 #include "runtime/session.h"

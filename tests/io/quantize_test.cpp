@@ -1,6 +1,6 @@
 // Row quantizers: hand-checked blocks, and bit-exact reproduction of the quantized fixture files
 // (written by gguf-py from the float32 values of the bf16 weights).
-#include "io/quantize.h"
+#include "util/weight_types.h"
 
 #include <gtest/gtest.h>
 
@@ -216,6 +216,23 @@ TEST(Quantize, Bf16ConversionReproducesSynthCheckpoint) {
       }
     }
   }
+}
+
+// The weight table agrees with ggml's type layouts as the GGUF reader reports them, and every
+// name and id maps back to its row.
+TEST(WeightTypes, TableAgreesWithGgufAndNames) {
+  for (const WeightTypeInfo& w : kWeightTypes) {
+    uint32_t block_size = 0, block_bytes = 0;
+    ASSERT_TRUE(GgmlTypeLayout(w.ggml_type, &block_size, &block_bytes)) << w.name;
+    EXPECT_EQ(block_size, w.block_size) << w.name;
+    EXPECT_EQ(block_bytes, w.block_bytes) << w.name;
+    EXPECT_STREQ(GgmlTypeName(w.ggml_type), w.ggml_name);
+    EXPECT_EQ(DTypeFromGgmlType(w.ggml_type).value(), w.dtype);
+    EXPECT_EQ(GgmlTypeFromDType(w.dtype), w.ggml_type);
+    EXPECT_EQ(DTypeFromName(w.name).value(), w.dtype);
+    EXPECT_EQ(DTypeIsQuantized(w.dtype), w.int8_activations) << w.name;
+  }
+  EXPECT_EQ(DTypeFromGgmlType(12).status().code(), ErrorCode::kUnsupported);  // Q4_K
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "kernels/matmul.h"
 #include "kernel_test_support.h"
 #include "kernels/matmul_internal.h"
+#include "kernels/weight_prep.h"
 #include "util/float_types.h"
 
 namespace fgemma {
@@ -33,11 +34,14 @@ constexpr double kU = 1.0 / (1 << 24);
 
 using test::TargetParamName;
 using test::TargetTest;
+using kernels_internal::InterleavedWeightBytes;
+using kernels_internal::InterleaveWeights;
+using kernels_internal::MatMulInterleavedReference;
 
 // Random weights of `dtype`, stored `offset` bytes into an over-allocated buffer.
 struct Weights {
   std::vector<uint8_t> storage;
-  TensorView view;
+  KernelMatrix view;
 };
 
 Weights MakeWeights(DType dtype, size_t rows, size_t cols, size_t offset, std::mt19937& rng) {
@@ -165,7 +169,7 @@ void RunCase(const Case& c, std::mt19937& rng) {
     const size_t pad = (64 - reinterpret_cast<uintptr_t>(interleaved_store.data()) % 64) % 64;
     interleaved_store.resize(interleaved_bytes + pad);
     InterleaveWeights(w.view, interleaved_store.data() + pad);
-    w.view.interleaved = interleaved_store.data() + pad;
+    w.view.repacked = interleaved_store.data() + pad;
   }
   Inputs in = MakeInputs(c.tokens, c.cols, c.cols + c.x_extra, c.x_offset, rng);
   if (c.zero_stride) in.a.stride = 0;
@@ -421,19 +425,19 @@ TEST(InterleavedWeights, LookupRowEqualsDequantizeRow) {
     if (bytes == 0) GTEST_SKIP() << KernelTargetName() << " has no interleaved kernels";
     std::vector<uint8_t> store(bytes);
     InterleaveWeights(w.view, store.data());
-    TensorView iv = w.view;
-    iv.interleaved = store.data();
+    KernelMatrix iv = w.view;
+    iv.repacked = store.data();
     std::vector<float> want(96), got(96);
     for (size_t r = 0; r < 37; ++r) {
       DequantizeRow(w.view, r, want.data());
       LookupRow(iv, r, got.data());
       ASSERT_EQ(got, want) << DTypeName(dtype) << " row " << r;
       // A slice starting at a panel keeps the copy; elsewhere it falls back to the stored rows.
-      const TensorView slice = RowSlice(iv, r / 16 * 16, 37);
-      ASSERT_EQ(slice.interleaved != nullptr, true);
+      const KernelMatrix slice = RowSlice(iv, r / 16 * 16, 37);
+      ASSERT_EQ(slice.repacked != nullptr, true);
       LookupRow(slice, r % 16, got.data());
       ASSERT_EQ(got, want);
-      EXPECT_EQ(RowSlice(iv, 1, 37).interleaved, nullptr);
+      EXPECT_EQ(RowSlice(iv, 1, 37).repacked, nullptr);
     }
   }
 }
@@ -453,7 +457,7 @@ TEST_P(TargetTest, BatchEqualsOneTokenAtATime) {
         store.resize(bytes + 64);
         void* p = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
         InterleaveWeights(w.view, p);
-        w.view.interleaved = p;
+        w.view.repacked = p;
       }
       Inputs in = MakeInputs(tokens, cols, cols, 0, rng);
       std::vector<uint8_t> scratch(PackedActivationBytes(dtype, cols, tokens));
@@ -473,6 +477,69 @@ TEST_P(TargetTest, BatchEqualsOneTokenAtATime) {
         ASSERT_EQ(batch[k], single[k]) << DTypeName(dtype) << (interleave ? " interleaved" : "") << " row " << k % rows
                                        << " token " << k / rows;
       }
+    }
+  }
+}
+
+// A restricted head computes chosen rows only: MatMulRows gives, in any order and repeated or not,
+// the bits of those rows of the whole matrix when it is repacked (whole panels), else of one-row
+// products.
+TEST_P(TargetTest, MatMulRowsEqualsWholeMatrix) {
+  std::mt19937 rng(91);
+  for (DType dtype : kAllTypes) {
+    const size_t rows = 70, cols = DTypeIsQuantized(dtype) ? 96 : 40;
+    Weights w = MakeWeights(dtype, rows, cols, 0, rng);
+    KernelMatrix* matrices[] = {&w.view};
+    const PreparedWeights prepared = PrepareWeights(matrices);
+    Inputs in = MakeInputs(1, cols, cols, 0, rng);
+    std::vector<uint8_t> scratch(PackedActivationBytes(dtype, cols, 1));
+    PackActivations(dtype, cols, &in.a, scratch.data());
+    std::vector<float> whole(rows);
+    MatMul(w.view, in.a, whole.data(), rows, 0, rows);
+    const std::vector<int32_t> ids = {69, 3, 4, 17, 16, 3, 0, 64, 33};
+    std::vector<float> got(ids.size());
+    MatMulRows(w.view, in.a, ids, got.data());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const size_t row = static_cast<size_t>(ids[i]);
+      float one = whole[row];
+      if (w.view.repacked == nullptr) MatMul(RowSlice(w.view, row, row + 1), in.a, &one, 0, 0, 1);
+      ASSERT_EQ(got[i], one) << DTypeName(dtype) << " row " << row << (w.view.repacked ? " repacked" : "");
+    }
+  }
+}
+
+// PrepareWeights repacks exactly the matrices the running target has a layout for, names it, and
+// leaves the values as they were (LookupRow reads the copy back).
+TEST_P(TargetTest, PrepareWeightsRepacksWhatTheTargetReads) {
+  std::mt19937 rng(5);
+  Weights q8 = MakeWeights(DType::kQ8_0, 40, 64, 0, rng), q4 = MakeWeights(DType::kQ4_0, 17, 96, 0, rng),
+          bf = MakeWeights(DType::kBF16, 8, 32, 0, rng);
+  // The stored pages of repacked matrices are released; these are heap copies of the values.
+  const std::vector<uint8_t> q8_bytes = q8.storage, q4_bytes = q4.storage;
+  KernelMatrix* matrices[] = {&q8.view, &q4.view, &bf.view};
+  const PreparedWeights prepared = PrepareWeights(matrices);
+  EXPECT_EQ(bf.view.repacked, nullptr);
+  const size_t expected = InterleavedWeightBytes(q8.view);
+  if (expected == 0) {
+    EXPECT_EQ(prepared.repacked_bytes(), 0u);
+    EXPECT_EQ(prepared.layout(), "");
+    EXPECT_EQ(q8.view.repacked, nullptr);
+    return;
+  }
+  EXPECT_EQ(prepared.layout(), "interleaved");
+  EXPECT_GE(prepared.repacked_bytes(), expected + InterleavedWeightBytes(q4.view));
+  ASSERT_NE(q8.view.repacked, nullptr);
+  ASSERT_NE(q4.view.repacked, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(q8.view.repacked) % 64, 0u);
+  for (auto [m, bytes] : {std::pair{&q8.view, &q8_bytes}, std::pair{&q4.view, &q4_bytes}}) {
+    KernelMatrix stored = *m;
+    stored.data = bytes->data();
+    stored.repacked = nullptr;
+    std::vector<float> want(m->cols), got(m->cols);
+    for (size_t r = 0; r < m->rows; ++r) {
+      DequantizeRow(stored, r, want.data());
+      LookupRow(*m, r, got.data());
+      ASSERT_EQ(got, want) << DTypeName(m->dtype) << " row " << r;
     }
   }
 }

@@ -129,8 +129,10 @@ TEST(CatalogNumerics, KeyNamesTheWeightLayout) {
   so.threads = 1;
   auto a = Session::Create(interleaved, so).value();
   auto b = Session::Create(stored, so).value();
-  EXPECT_EQ(stored->interleaved_bytes(), 0u);
-  if (interleaved->interleaved_bytes() == 0) GTEST_SKIP() << KernelTargetName() << " reads no interleaved copies";
+  EXPECT_EQ(stored->repacked_bytes(), 0u);
+  EXPECT_EQ(stored->weight_layout(), "");
+  if (interleaved->repacked_bytes() == 0) GTEST_SKIP() << KernelTargetName() << " reads no interleaved copies";
+  EXPECT_EQ(interleaved->weight_layout(), "interleaved");
   EXPECT_NE(CatalogNumericsKey(*a), CatalogNumericsKey(*b));
   EXPECT_EQ(CatalogNumericsKey(*a) & 0xffffffffu, CatalogNumericsKey(*b) & 0xffffffffu);  // same thread count
 }
