@@ -110,6 +110,7 @@ TEST(SharedPool, SessionsOfOneThreadCountShareTheProcessPool) {
     o.pool = SharedThreadPool(5);
     EXPECT_EQ(&*o.pool, &a->pool());
     EXPECT_EQ(Session::Create(model, o).status().code(), ErrorCode::kInvalidArgument);
+    o.pool.reset();
   }
   EXPECT_EQ(ThreadPool::LivePools(), before);  // the last holder joined the pool's threads
 }

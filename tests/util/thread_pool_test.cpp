@@ -138,7 +138,7 @@ std::string ConcurrentCallers(int threads, int callers, int jobs) {
 TEST(ThreadPool, ConcurrentCallersEachGetTheirOwnJobDone) {
   for (int threads : {2, 3, 8}) {
     for (int callers : {2, 3}) {
-      auto result = std::async(std::launch::async, ConcurrentCallers, threads, callers, 4000);
+      auto result = std::async(std::launch::async, ConcurrentCallers, threads, callers, 10000);
       if (result.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
         ADD_FAILURE() << "ThreadPool::Run hung with " << threads << " threads and " << callers << " callers";
         std::fflush(stdout);
