@@ -29,7 +29,8 @@ struct ForwardBuffers {
   FloatBuffer up;       // [B, I]   up_proj output
   FloatBuffer scores;   // [threads, G, S]  attention probabilities, one block per thread
   size_t scores_stride = 0;     // S: the most keys a query sees (context, or window + B)
-  std::vector<uint8_t> packed;  // [bytes] matrix inputs packed for integer kernels (largest of B rows)
+  std::vector<uint8_t> packed;  // [B, packed row] a matrix input packed for integer kernels, sized
+                                //   for the widest projection input (empty for float weights)
 };
 
 }  // namespace fgemma
