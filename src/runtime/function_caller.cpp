@@ -14,9 +14,12 @@ Result<std::unique_ptr<FunctionCaller>> FunctionCaller::Create(std::shared_ptr<c
   auto fc = std::unique_ptr<FunctionCaller>(new FunctionCaller(std::move(model), std::move(tokenizer), options));
   FGEMMA_TRY(ConstraintVocab vocab, ConstraintVocab::Build(fc->tokenizer_));
   fc->vocab_ = std::make_unique<ConstraintVocab>(std::move(vocab));
+  // One pool for both sessions: they never run at once, and a second pool would only add threads
+  // competing for the same cores.
   SessionOptions so;
   so.threads = options.threads;
   so.context = options.context;
+  so.pool = options.pool ? options.pool : SharedThreadPool(options.threads);
   FGEMMA_TRY(fc->catalog_, Session::Create(fc->model_, so));
   FGEMMA_TRY(fc->work_, Session::Create(fc->model_, so));
   return fc;

@@ -21,7 +21,9 @@
 namespace fgemma {
 
 struct FunctionCallerOptions {
-  int threads = 0;                 // 0: all cores
+  int threads = 0;                 // 0: all cores (or the pool's count)
+  // Runs both of the caller's sessions (catalog and work); null: SharedThreadPool(threads).
+  std::shared_ptr<ThreadPool> pool;
   size_t context = 4096;           // positions per session
   std::string cache_path;          // catalog cache file ("" = memory only)
   TemplateKind template_kind = TemplateKind::kOfficial;
@@ -62,6 +64,8 @@ class FunctionCaller {
   // Installs a hook that sees and may override each choice (timing aids, tests; null = none).
   void set_choice_hook(ChoiceHook* hook) { options_.decoding.choice_hook = hook; }
   const Model& model() const { return *model_; }
+  // The one thread pool of both sessions (shared with other callers of the same thread count).
+  const ThreadPool& pool() const { return catalog_->pool(); }
 
  private:
   FunctionCaller(std::shared_ptr<const Model> model, Tokenizer tokenizer, const FunctionCallerOptions& options)

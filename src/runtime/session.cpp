@@ -6,13 +6,19 @@ namespace fgemma {
 
 Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> model, const SessionOptions& options) {
   if (!model) return InvalidArgument("session needs a model");
+  if (options.pool && options.threads > 0 && options.threads != options.pool->num_threads())
+    return InvalidArgument("session asks for " + std::to_string(options.threads) + " threads but its pool has " +
+                           std::to_string(options.pool->num_threads()));
   auto s = std::unique_ptr<Session>(new Session());
-  const int threads = options.threads > 0 ? options.threads : ThreadPool::DefaultThreads();
+  const int threads = options.pool          ? options.pool->num_threads()
+                      : options.threads > 0 ? options.threads
+                                            : ThreadPool::DefaultThreads();
   ForwardOptions fo;
   fo.context = options.context;
   fo.max_batch = options.max_batch;
   FGEMMA_TRY(s->forward_, Gemma3Forward::Create(*model, fo, threads));
-  s->pool_ = std::make_unique<ThreadPool>(threads);
+  FGEMMA_TRY(s->cache_, KvCache::Create(model->config(), s->forward_->context()));
+  s->pool_ = options.pool ? options.pool : SharedThreadPool(threads);
   s->head_ = std::make_unique<LmHead>(*model, threads);
   s->model_ = std::move(model);
   return s;
@@ -41,7 +47,7 @@ Status Session::Evaluate(std::span<const int32_t> tokens, std::span<HeadRequest>
   const size_t batch = forward_->max_batch();
   for (size_t begin = 0; begin < tokens.size(); begin += batch) {
     const size_t n = std::min(batch, tokens.size() - begin);
-    forward_->Run(tokens.subspan(begin, n), position_, *pool_, observer);
+    forward_->Run(tokens.subspan(begin, n), position_, cache_, *pool_, observer);
     position_ += n;
     for (HeadRequest& h : heads) {
       if (h.index >= begin && h.index < begin + n) head_->Compute(forward_->final_hidden(h.index - begin), h, *pool_);
@@ -72,7 +78,7 @@ Status Session::Generate(std::span<const int32_t> prompt, size_t max_new, bool s
 Status Session::CopyStateFrom(const Session& other) {
   if (other.model_ != model_) return InvalidArgument("cannot copy session state across models");
   if (other.position_ > context()) return OutOfRange("session state of " + std::to_string(other.position_) + " positions exceeds this session's context");
-  forward_->CopyCacheFrom(*other.forward_, other.position_);
+  cache_.CopyFrom(other.cache_, other.position_);
   position_ = other.position_;
   return Status::Ok();
 }
@@ -82,13 +88,13 @@ Status Session::CopyStateFrom(const Session& other) {
 namespace fgemma {
 
 Status Session::ImportState(size_t position, const uint8_t* data, size_t size) {
-  FGEMMA_RETURN_IF_ERROR(forward_->ImportState(position, data, size));
+  FGEMMA_RETURN_IF_ERROR(cache_.Import(position, data, size));
   position_ = position;
   return Status::Ok();
 }
 
 Status Session::JumpWithZeroState(size_t position) {
-  FGEMMA_RETURN_IF_ERROR(forward_->ZeroState(position));
+  FGEMMA_RETURN_IF_ERROR(cache_.Zero(position));
   position_ = position;
   return Status::Ok();
 }

@@ -2,7 +2,8 @@
 //
 // Everything a session needs is allocated in Create(); Evaluate() and Generate() allocate nothing
 // (the KV cache for the whole context is reserved up front and filled lazily by the OS).
-// A session is used by one thread at a time; many sessions may share one Model.
+// A session is used by one thread at a time; many sessions may share one Model and one thread
+// pool, and run concurrently on different threads (they take turns on the pool per parallel loop).
 #pragma once
 
 #include <functional>
@@ -10,6 +11,7 @@
 #include <span>
 
 #include "model/gemma3_forward.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "runtime/lm_head.h"
 #include "util/thread_pool.h"
@@ -19,7 +21,11 @@ namespace fgemma {
 struct SessionOptions {
   size_t context = 0;      // positions to hold (0 = the model's max_position_embeddings)
   size_t max_batch = 256;  // tokens per forward chunk during prefill
-  int threads = 0;         // 0 = ThreadPool::DefaultThreads()
+  int threads = 0;         // 0 = the pool's count if one is given, else ThreadPool::DefaultThreads()
+  // The pool that runs the forward pass and head (its thread count must equal `threads` when both
+  // are set). Null: SharedThreadPool(threads), the one every session of the process with that
+  // count shares. Results depend on the thread count only, not on the pool or its other users.
+  std::shared_ptr<ThreadPool> pool;
 };
 
 class Session {
@@ -42,26 +48,27 @@ class Session {
   // Makes this session's state equal to `other`'s (same model): copies its KV cache rows.
   Status CopyStateFrom(const Session& other);
   // Serializes the state (position and KV rows) for a cache file, and restores it.
-  void ExportState(std::string* out) const { forward_->ExportState(position_, out); }
+  void ExportState(std::string* out) const { cache_.Export(position_, out); }
   Status ImportState(size_t position, const uint8_t* data, size_t size);
   // Benchmark aid: moves to `position` with zero keys/values in every earlier row, computing
-  // nothing (Gemma3Forward::ZeroState). Decode cost and memory after it equal a real prefill's;
+  // nothing (KvCache::Zero). Decode cost and memory after it equal a real prefill's;
   // the logits are meaningless.
   Status JumpWithZeroState(size_t position);
 
   const Model& model() const { return *model_; }
-  ThreadPool& pool() { return *pool_; }
+  ThreadPool& pool() const { return *pool_; }
   // Threads of the forward pass; the row blocks of its matrix products, hence the last bits of
   // every result, depend on it (see catalog_cache.h).
   int threads() const { return pool_->num_threads(); }
-  const Gemma3Forward& forward() const { return *forward_; }
+  const KvCache& kv_cache() const { return cache_; }
   void set_layer_observer(LayerObserver observer) { observer_ = std::move(observer); }
 
  private:
   Session() = default;
   std::shared_ptr<const Model> model_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<Gemma3Forward> forward_;
+  KvCache cache_;  // made for forward_->context()
   std::unique_ptr<LmHead> head_;
   LayerObserver observer_;
   size_t position_ = 0;

@@ -7,9 +7,13 @@ Result<std::unique_ptr<CallerPool>> CallerPool::Create(std::shared_ptr<const Mod
   if (count == 0) return InvalidArgument("the session pool needs at least one session");
   auto pool = std::make_unique<CallerPool>();
   pool->slots_.resize(count);
+  // Every caller computes on one thread pool: requests served at once take turns per parallel
+  // loop instead of running count pools on the same cores.
+  FunctionCallerOptions shared = options;
+  if (!shared.pool) shared.pool = SharedThreadPool(options.threads);
   for (size_t i = 0; i < count; ++i) {
     // One writer per cache file: only the first caller reads and writes it.
-    FunctionCallerOptions o = options;
+    FunctionCallerOptions o = shared;
     if (i > 0) o.cache_path.clear();
     FGEMMA_TRY(pool->slots_[i].caller, FunctionCaller::Create(model, tokenizer, o));
   }

@@ -3,7 +3,8 @@
 // Each caller keeps the catalog prefix of the last tool list it served, so Acquire prefers a free
 // caller whose last catalog matches the request's (its prefix is then restored from memory) and
 // otherwise takes the least recently used free one. Waiting is bounded: past the timeout the
-// request is refused (the server answers 503) instead of queueing without limit.
+// request is refused (the server answers 503) instead of queueing without limit. All callers share
+// one thread pool (FunctionCallerOptions::pool, else the process's pool of that thread count).
 #pragma once
 
 #include <chrono>

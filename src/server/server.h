@@ -21,7 +21,7 @@ struct ServerOptions {
   int port = 8080;                 // 0 = any free port (see Server::port())
   std::string api_key;             // "" = no authentication (loopback only)
   size_t sessions = 2;             // callers in the pool
-  int threads = 1;                 // threads per session
+  int threads = 1;                 // threads of the one pool every session shares
   size_t context = 4096;           // positions per session (bounds the prompt)
   size_t max_tokens = 1024;        // generated tokens per request (a request may ask for fewer)
   size_t max_body_bytes = 1 << 20;

@@ -1,7 +1,9 @@
 #include "util/thread_pool.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
+#include <map>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -19,12 +21,21 @@ namespace {
 constexpr int kSpinIterations = 2000;
 // A task index no job reaches (larger jobs run in slices): the counter of a job being set up.
 constexpr uint32_t kClosed = 0xffffffffu;
+
+// The pool whose job this thread is running tasks of (always, for a worker; during Run, for a
+// caller) and its thread index there: a Run from inside a task is recognized instead of waiting
+// forever for the pool it holds.
+thread_local const ThreadPool* t_pool = nullptr;
+thread_local int t_thread = 0;
+
+std::atomic<int> g_live_pools{0};
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
   const int workers = std::max(1, num_threads) - 1;
   workers_.reserve(static_cast<size_t>(workers));
   for (int i = 0; i < workers; ++i) workers_.emplace_back([this, i] { WorkerLoop(i + 1); });
+  g_live_pools.fetch_add(1, std::memory_order_relaxed);
 }
 
 ThreadPool::~ThreadPool() {
@@ -35,6 +46,22 @@ ThreadPool::~ThreadPool() {
   }
   work_cv_.notify_all();
   for (auto& t : workers_) t.join();
+  g_live_pools.fetch_sub(1, std::memory_order_relaxed);
+}
+
+int ThreadPool::LivePools() { return g_live_pools.load(std::memory_order_relaxed); }
+
+std::shared_ptr<ThreadPool> SharedThreadPool(int num_threads) {
+  const int threads = num_threads > 0 ? num_threads : ThreadPool::DefaultThreads();
+  // Weak references: the registry never keeps a pool (and its threads) alive by itself.
+  static std::mutex mu;
+  static std::map<int, std::weak_ptr<ThreadPool>> pools;
+  std::lock_guard<std::mutex> lock(mu);
+  std::weak_ptr<ThreadPool>& slot = pools[threads];
+  if (std::shared_ptr<ThreadPool> pool = slot.lock()) return pool;
+  auto pool = std::make_shared<ThreadPool>(threads);
+  slot = pool;
+  return pool;
 }
 
 // The state change is published (seq_cst) before sleepers_ is read, and a sleeper counts itself
@@ -70,6 +97,28 @@ void ThreadPool::RunTasks(uint32_t gen, int thread_index) {
 }
 
 void ThreadPool::Dispatch(const Job& job) {
+  if (t_pool == this) {
+    assert(false && "ThreadPool::Run called from a task of the same pool");
+    for (size_t t = 0; t < job.num_tasks; ++t) job.call(job.ctx, t, t_thread);
+    return;
+  }
+  // Inline jobs touch no state of the pool: concurrent callers need not wait for each other.
+  if (workers_.empty() || job.num_tasks <= 1) {
+    for (size_t t = 0; t < job.num_tasks; ++t) job.call(job.ctx, t, 0);
+    return;
+  }
+  // One job at a time: the counter, job_ and remaining_ describe a single job.
+  std::lock_guard<std::mutex> lock(run_mu_);
+  const ThreadPool* outer_pool = t_pool;  // a task of another pool may call this one
+  const int outer_thread = t_thread;
+  t_pool = this;
+  t_thread = 0;
+  DispatchLocked(job);
+  t_pool = outer_pool;
+  t_thread = outer_thread;
+}
+
+void ThreadPool::DispatchLocked(const Job& job) {
   if (job.num_tasks == 0) return;
   if (workers_.empty() || job.num_tasks == 1) {
     for (size_t t = 0; t < job.num_tasks; ++t) job.call(job.ctx, t, 0);
@@ -83,11 +132,11 @@ void ThreadPool::Dispatch(const Job& job) {
     for (size_t first = 0, count = 0; first < job.num_tasks; first += count) {
       count = std::min<size_t>(kClosed - 1, job.num_tasks - first);  // no overflow for 32-bit size_t
       Slice slice{&job, first};
-      Dispatch(Job{[](void* ctx, size_t task, int thread) {
-                     const Slice& s = *static_cast<const Slice*>(ctx);
-                     s.whole->call(s.whole->ctx, s.first + task, thread);
-                   },
-                   &slice, count});
+      DispatchLocked(Job{[](void* ctx, size_t task, int thread) {
+                           const Slice& s = *static_cast<const Slice*>(ctx);
+                           s.whole->call(s.whole->ctx, s.first + task, thread);
+                         },
+                         &slice, count});
     }
     return;
   }
@@ -122,6 +171,8 @@ void ThreadPool::Dispatch(const Job& job) {
 }
 
 void ThreadPool::WorkerLoop(int thread_index) {
+  t_pool = this;
+  t_thread = thread_index;
   // Generation at construction is 0; reading it here instead would miss a job dispatched before
   // this thread got scheduled.
   uint32_t seen = 0;

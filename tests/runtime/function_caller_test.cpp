@@ -35,6 +35,19 @@ class FunctionCallerTest : public ::testing::Test {
   const ToolChoice kRequired{ToolChoiceMode::kRequired, ""};
 };
 
+// The catalog and work sessions of a caller run on one thread pool: the process's pool of its
+// thread count, not one pool per session.
+TEST_F(FunctionCallerTest, HoldsOneThreadPool) {
+  const int before = ThreadPool::LivePools();
+  auto caller = NewCaller(test::FixturePath("models/mini-bf16"), "", 7);  // a count no other test keeps
+  EXPECT_EQ(ThreadPool::LivePools(), before + 1);
+  EXPECT_EQ(caller->pool().num_threads(), 7);
+  EXPECT_EQ(&caller->pool(), SharedThreadPool(7).get());
+  auto other = NewCaller(test::FixturePath("models/mini-bf16"), "", 7);
+  EXPECT_EQ(&other->pool(), &caller->pool());
+  EXPECT_EQ(ThreadPool::LivePools(), before + 1);
+}
+
 TEST_F(FunctionCallerTest, CacheInMemoryAndInFileChangesNothing) {
   const std::string cache = test::TempDir() + "/catalog.kv";
   const ChatRequest req = SmartHome("turn on the kitchen lights please");

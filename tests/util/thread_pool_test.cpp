@@ -1,5 +1,5 @@
 // The thread pool: every task of a job runs once, on a thread index in range, and never after Run
-// returns. The pool dispatches ~100 jobs per decoded token, so the stress test below alternates
+// returns, also when several threads call Run at once (sessions sharing the process's pool). The pool dispatches ~100 jobs per decoded token, so the stress test below alternates
 // small and large jobs as fast as it can: that is where a worker late from one job meets the next.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "util/thread_pool.h"
@@ -89,6 +91,94 @@ TEST(ThreadPool, LateWorkersNeverRunATaskOfAFinishedJob) {
     EXPECT_EQ(result.get(), "") << threads << " threads";
   }
 }
+
+// Several threads calling Run on one pool at once, as the sessions of a server do on the process's
+// pool: each job must still run each of its tasks exactly once, on a thread index in range, and
+// none after its Run returned. Returns a description of the first fault, or "".
+std::string ConcurrentCallers(int threads, int callers, int jobs) {
+  std::mutex mu;
+  std::string fault;
+  auto report = [&](const std::string& what) {
+    std::lock_guard lock(mu);
+    if (fault.empty()) fault = what;
+  };
+  {
+    ThreadPool pool(threads);
+    std::vector<std::thread> running;
+    for (int c = 0; c < callers; ++c)
+      running.emplace_back([&, c] {
+        std::array<std::atomic<int>, 64> hits{};
+        std::atomic<bool> returned{false};
+        std::atomic<int> late{0}, bad_thread{0};
+        for (int job = 0; job < jobs; ++job) {
+          const size_t n = (job + c) % 2 ? 2 : 37 + static_cast<size_t>(c);  // small and large jobs interleave
+          for (auto& h : hits) h.store(0, std::memory_order_relaxed);
+          returned.store(false);
+          pool.Run(n, [&](size_t task, int thread) {
+            if (returned.load()) late.fetch_add(1);
+            if (thread < 0 || thread >= pool.num_threads()) bad_thread.fetch_add(1);
+            hits[task].fetch_add(1, std::memory_order_relaxed);
+          });
+          returned.store(true);
+          for (size_t t = 0; t < hits.size(); ++t) {
+            if (hits[t].load() != (t < n ? 1 : 0))
+              return report("caller " + std::to_string(c) + ", job " + std::to_string(job) + ": task " +
+                            std::to_string(t) + " ran " + std::to_string(hits[t].load()) + " times");
+          }
+        }
+        if (late.load() || bad_thread.load())
+          report("caller " + std::to_string(c) + ": " + std::to_string(late.load()) + " tasks ran after Run, " +
+                 std::to_string(bad_thread.load()) + " on a thread index out of range");
+      });
+    for (auto& t : running) t.join();
+  }
+  return fault;
+}
+
+TEST(ThreadPool, ConcurrentCallersEachGetTheirOwnJobDone) {
+  for (int threads : {2, 3, 8}) {
+    for (int callers : {2, 3}) {
+      auto result = std::async(std::launch::async, ConcurrentCallers, threads, callers, 10000);
+      if (result.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
+        ADD_FAILURE() << "ThreadPool::Run hung with " << threads << " threads and " << callers << " callers";
+        std::fflush(stdout);
+        std::_Exit(1);  // the stuck pool cannot be joined or destroyed
+      }
+      EXPECT_EQ(result.get(), "") << threads << " threads, " << callers << " callers";
+    }
+  }
+}
+
+TEST(ThreadPool, SharedPoolIsOnePerThreadCount) {
+  const int before = ThreadPool::LivePools();
+  {
+    auto a = SharedThreadPool(3), b = SharedThreadPool(3), c = SharedThreadPool(2);
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, c);
+    EXPECT_EQ(a->num_threads(), 3);
+    EXPECT_EQ(ThreadPool::LivePools(), before + 2);
+  }
+  EXPECT_EQ(ThreadPool::LivePools(), before);  // released by the last holder, threads joined
+  EXPECT_EQ(SharedThreadPool(0)->num_threads(), ThreadPool::DefaultThreads());
+}
+
+#ifdef NDEBUG
+// A Run from inside a task of the same pool would wait for itself; release builds run it inline
+// (debug builds assert: it is a programming error).
+TEST(ThreadPool, NestedRunRunsInlineInsteadOfHanging) {
+  ThreadPool pool(3);
+  std::atomic<int> inner{0};
+  auto result = std::async(std::launch::async, [&] {
+    pool.Run(6, [&](size_t, int) { pool.Run(4, [&](size_t, int) { inner.fetch_add(1); }); });
+  });
+  if (result.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    ADD_FAILURE() << "a nested ThreadPool::Run hung";
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
+  EXPECT_EQ(inner.load(), 24);
+}
+#endif
 
 }  // namespace
 }  // namespace fgemma

@@ -102,8 +102,8 @@ int RunBench(const BenchArgs& a) {
     rows.push_back({"decode_ms_per_token", ctx, median(times), "ms"});
   }
   const double peak_mb = static_cast<double>(PeakRssBytes()) / (1024.0 * 1024.0);
-  const double kv_sliding_mb = static_cast<double>(s.forward().kv_bytes(LayerKind::kSliding)) / (1024.0 * 1024.0);
-  const double kv_global_mb = static_cast<double>(s.forward().kv_bytes(LayerKind::kGlobal)) / (1024.0 * 1024.0);
+  const double kv_sliding_mb = static_cast<double>(s.kv_cache().bytes(LayerKind::kSliding)) / (1024.0 * 1024.0);
+  const double kv_global_mb = static_cast<double>(s.kv_cache().bytes(LayerKind::kGlobal)) / (1024.0 * 1024.0);
   const double weights_mb = static_cast<double>(m->weight_bytes()) / (1024.0 * 1024.0);
   if (a.json) {
     std::printf("{\"model\":\"%s\",\"config\":\"%s\",\"weights\":\"%s\",\"weight_mib\":%.1f,\"threads\":%d,\"kernel\":\"%s\",\"load_s\":%.4f,",

@@ -1,0 +1,132 @@
+#include "model/kv_cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace fgemma {
+
+Result<KvCache> KvCache::Create(const ModelConfig& config, size_t context) {
+  KvCache cache;
+  cache.context_ = context;
+  cache.window_ = static_cast<size_t>(config.sliding_window);
+  cache.kv_dim_ = static_cast<size_t>(config.kv_dim());
+  cache.head_dim_ = static_cast<size_t>(config.head_dim);
+  for (int l = 0; l < config.num_layers; ++l) {
+    Layer layer;
+    layer.kind = config.layer_kinds[static_cast<size_t>(l)];
+    layer.rows = layer.kind == LayerKind::kGlobal ? context : std::min(cache.window_, context);
+    // Checked for overflow of size_t on 32-bit builds.
+    const uint64_t elems = static_cast<uint64_t>(layer.rows) * cache.kv_dim_;
+    if (elems * sizeof(float) > static_cast<uint64_t>(SIZE_MAX / 4))
+      return OutOfRange("KV cache of " + std::to_string(elems * 8) + " bytes for layer " + std::to_string(l) +
+                        " does not fit this address space; use a shorter context");
+    layer.keys = FloatBuffer(static_cast<size_t>(elems));
+    layer.values = FloatBuffer(static_cast<size_t>(elems));
+    cache.layers_.push_back(std::move(layer));
+  }
+  return cache;
+}
+
+void KvCache::Commit(int layer, size_t start, size_t n, const float* k, const float* v) {
+  Layer& lc = layers_[static_cast<size_t>(layer)];
+  const size_t KV = kv_dim_;
+  if (lc.kind == LayerKind::kGlobal) {
+    std::memcpy(lc.keys.data() + start * KV, k, n * KV * sizeof(float));
+    std::memcpy(lc.values.data() + start * KV, v, n * KV * sizeof(float));
+    return;
+  }
+  const size_t first = n > lc.rows ? n - lc.rows : 0;
+  for (size_t t = first; t < n; ++t) {
+    const size_t row = (start + t) % lc.rows;
+    std::memcpy(lc.keys.data() + row * KV, k + t * KV, KV * sizeof(float));
+    std::memcpy(lc.values.data() + row * KV, v + t * KV, KV * sizeof(float));
+  }
+}
+
+KvCache::Visible KvCache::VisibleTo(int layer, size_t pos, size_t chunk_start, const float* chunk_k,
+                                    const float* chunk_v, size_t kv_head) const {
+  const Layer& lc = layers_[static_cast<size_t>(layer)];
+  const size_t KV = kv_dim_, column = kv_head * head_dim_;
+  const bool sliding = lc.kind == LayerKind::kSliding;
+  const size_t lo = sliding && pos + 1 > window_ ? pos + 1 - window_ : 0;
+  Visible out;
+  out.count = pos + 1 - lo;
+  auto add = [&](const float* k, const float* v, size_t rows) {
+    if (rows == 0) return;
+    out.keys[out.runs] = {k + column, rows};
+    out.values[out.runs] = {v + column, rows};
+    ++out.runs;
+  };
+  if (!sliding) {
+    add(lc.keys.data() + lo * KV, lc.values.data() + lo * KV, out.count);
+    return out;
+  }
+  const size_t cached_end = std::min(chunk_start, pos + 1);
+  for (size_t j = lo; j < cached_end;) {
+    const size_t row = j % lc.rows, len = std::min(cached_end - j, lc.rows - row);
+    add(lc.keys.data() + row * KV, lc.values.data() + row * KV, len);
+    j += len;
+  }
+  const size_t first = std::max(lo, chunk_start);
+  add(chunk_k + (first - chunk_start) * KV, chunk_v + (first - chunk_start) * KV, pos + 1 - first);
+  return out;
+}
+
+uint64_t KvCache::bytes(LayerKind kind) const {
+  uint64_t total = 0;
+  for (const Layer& lc : layers_) {
+    if (lc.kind == kind) total += 2ull * lc.keys.size() * sizeof(float);
+  }
+  return total;
+}
+
+void KvCache::CopyFrom(const KvCache& other, size_t n) {
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& src = other.layers_[l];
+    Layer& dst = layers_[l];
+    // Both rings hold position p at p % window (same model), so the first rows are the live ones
+    // in either; a ring shortened by a small context holds no position beyond it.
+    const size_t rows = std::min(other.LiveRows(src, n), LiveRows(dst, n));
+    std::memcpy(dst.keys.data(), src.keys.data(), rows * kv_dim_ * sizeof(float));
+    std::memcpy(dst.values.data(), src.values.data(), rows * kv_dim_ * sizeof(float));
+  }
+}
+
+uint64_t KvCache::StateBytes(size_t n) const {
+  uint64_t total = 0;
+  for (const Layer& lc : layers_) total += 2ull * LiveRows(lc, n) * static_cast<uint64_t>(kv_dim_) * sizeof(float);
+  return total;
+}
+
+void KvCache::Export(size_t n, std::string* out) const {
+  out->reserve(out->size() + StateBytes(n));
+  for (const Layer& lc : layers_) {
+    const size_t bytes = LiveRows(lc, n) * kv_dim_ * sizeof(float);
+    out->append(reinterpret_cast<const char*>(lc.keys.data()), bytes);
+    out->append(reinterpret_cast<const char*>(lc.values.data()), bytes);
+  }
+}
+
+Status KvCache::Import(size_t n, const uint8_t* data, size_t size) {
+  if (n > context_) return OutOfRange("cached state of " + std::to_string(n) + " positions exceeds the context of " + std::to_string(context_));
+  if (size != StateBytes(n)) return CorruptFile("cached state holds " + std::to_string(size) + " bytes, expected " + std::to_string(StateBytes(n)));
+  for (Layer& lc : layers_) {
+    const size_t bytes = LiveRows(lc, n) * kv_dim_ * sizeof(float);
+    std::memcpy(lc.keys.data(), data, bytes);
+    std::memcpy(lc.values.data(), data + bytes, bytes);
+    data += 2 * bytes;
+  }
+  return Status::Ok();
+}
+
+Status KvCache::Zero(size_t n) {
+  if (n > context_) return OutOfRange(std::to_string(n) + " positions exceed the context of " + std::to_string(context_));
+  for (Layer& lc : layers_) {
+    const size_t count = LiveRows(lc, n) * kv_dim_;
+    std::fill(lc.keys.data(), lc.keys.data() + count, 0.0f);
+    std::fill(lc.values.data(), lc.values.data() + count, 0.0f);
+  }
+  return Status::Ok();
+}
+
+}  // namespace fgemma

@@ -1,0 +1,119 @@
+// Sessions sharing one thread pool: driven at the same time from two threads, each gives the
+// bits it gives alone (the pool serializes their parallel loops; results depend only on the
+// thread count). Chunked prefill through the sliding ring's wrap, then greedy decode steps.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "runtime/session.h"
+#include "test_support.h"
+#include "util/hash.h"
+
+namespace fgemma {
+namespace {
+
+struct Trace {
+  std::vector<int32_t> argmax;   // per step
+  std::vector<uint64_t> logits;  // hash of each step's full logits row
+  bool operator==(const Trace&) const = default;
+};
+
+// Prefills `prompt` in chunks of 16 (the mini model's window is 16: the ring wraps inside a
+// prefill), then decodes `steps` greedy tokens, recording every step's argmax and logits.
+Trace Drive(Session& s, const std::vector<int32_t>& prompt, size_t steps) {
+  const size_t vocab = static_cast<size_t>(s.model().config().vocab_size);
+  std::vector<float> logits(vocab);
+  Trace trace;
+  HeadRequest head;
+  head.index = prompt.size() - 1;
+  head.logits = logits.data();
+  Status st = s.Evaluate(prompt, std::span<HeadRequest>(&head, 1));
+  for (size_t i = 0; st.ok() && i <= steps; ++i) {
+    trace.argmax.push_back(head.argmax);
+    trace.logits.push_back(Hash64(logits.data(), logits.size() * sizeof(float)));
+    const int32_t next = head.argmax;
+    head = HeadRequest{};
+    head.logits = logits.data();
+    if (i < steps) st = s.Evaluate(std::span<const int32_t>(&next, 1), std::span<HeadRequest>(&head, 1));
+  }
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return trace;
+}
+
+std::vector<int32_t> Prompt(size_t n, int32_t seed) {
+  std::vector<int32_t> ids(n);
+  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>(1000 + (seed * 7919 + 37 * static_cast<int32_t>(i)) % 200000);
+  return ids;
+}
+
+class SharedPool : public ::testing::TestWithParam<const char*> {
+ protected:
+  std::unique_ptr<Session> NewSession(std::shared_ptr<ThreadPool> pool) {
+    if (!model_) model_ = std::shared_ptr<const Model>(Model::Load(test::FixturePath(GetParam())).value());
+    SessionOptions o;
+    o.context = 128;
+    o.max_batch = 16;
+    o.pool = std::move(pool);
+    return Session::Create(model_, o).value();
+  }
+  std::shared_ptr<const Model> model_;
+};
+
+TEST_P(SharedPool, ConcurrentSessionsGiveTheBitsOfEachAlone) {
+  for (int threads : {2, 3}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    const std::vector<int32_t> prompt_a = Prompt(40, 1), prompt_b = Prompt(29, 2);
+    constexpr size_t kSteps = 12;
+    // Alone: each on a pool of its own.
+    const Trace alone_a = Drive(*NewSession(std::make_shared<ThreadPool>(threads)), prompt_a, kSteps);
+    const Trace alone_b = Drive(*NewSession(std::make_shared<ThreadPool>(threads)), prompt_b, kSteps);
+    ASSERT_EQ(alone_a.argmax.size(), kSteps + 1);
+
+    auto pool = std::make_shared<ThreadPool>(threads);
+    auto a = NewSession(pool), b = NewSession(pool);
+    ASSERT_EQ(&a->pool(), &b->pool());
+    for (int round = 0; round < 3; ++round) {
+      a->Reset();
+      b->Reset();
+      Trace together_a, together_b;
+      std::thread ta([&] { together_a = Drive(*a, prompt_a, kSteps); });
+      std::thread tb([&] { together_b = Drive(*b, prompt_b, kSteps); });
+      ta.join();
+      tb.join();
+      EXPECT_TRUE(together_a == alone_a) << "session a, round " << round;
+      EXPECT_TRUE(together_b == alone_b) << "session b, round " << round;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SharedPool, ::testing::Values("models/mini-bf16", "models/mini-q8_0.gguf"),
+                         [](const auto& info) { return std::string(info.index == 0 ? "bf16" : "q8_0"); });
+
+TEST(SharedPool, SessionsOfOneThreadCountShareTheProcessPool) {
+  auto model = std::shared_ptr<const Model>(Model::Load(test::FixturePath("models/mini-bf16")).value());
+  SessionOptions o;
+  o.context = 64;
+  o.threads = 5;  // a count no other test of this binary keeps alive
+  const int before = ThreadPool::LivePools();
+  {
+    auto a = Session::Create(model, o).value();
+    auto b = Session::Create(model, o).value();
+    EXPECT_EQ(&a->pool(), &b->pool());
+    EXPECT_EQ(a->threads(), 5);
+    EXPECT_EQ(ThreadPool::LivePools(), before + 1);
+    o.threads = 4;
+    auto c = Session::Create(model, o).value();
+    EXPECT_NE(&c->pool(), &a->pool());  // another count: other bits, another pool
+    // An explicit pool must agree with an explicit thread count.
+    o.pool = SharedThreadPool(5);
+    EXPECT_EQ(&*o.pool, &a->pool());
+    EXPECT_EQ(Session::Create(model, o).status().code(), ErrorCode::kInvalidArgument);
+    o.pool.reset();
+  }
+  EXPECT_EQ(ThreadPool::LivePools(), before);  // the last holder joined the pool's threads
+}
+
+}  // namespace
+}  // namespace fgemma
