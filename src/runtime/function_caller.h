@@ -27,6 +27,8 @@ struct FunctionCallerOptions {
   size_t context = 4096;           // positions per session
   std::string cache_path;          // catalog cache file ("" = memory only)
   GrammarLimits limits;
+  // max_tokens is the default cap (a request's limits.max_tokens replaces it); on_token is set by
+  // Call for each request (CallRequest::on_token).
   ConstrainedOptions decoding;
 };
 

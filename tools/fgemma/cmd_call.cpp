@@ -20,8 +20,6 @@ struct CallArgs {
 int RunCall(const CallArgs& a) {
   auto request = BuildCallRequest(a.in);
   if (!request.ok()) return Fail(request.status().ToString());
-  auto choice = ParseToolChoiceArg(a.in.tool_choice, request->tools);
-  if (!choice.ok()) return Fail(choice.status().ToString());
   LoadOptions lo;
   lo.tokenizer_path = a.tokenizer;
   auto loaded = LoadModel(a.model, lo);
@@ -34,10 +32,9 @@ int RunCall(const CallArgs& a) {
   fo.decoding.follow = a.follow;
   auto caller = FunctionCaller::Create(loaded.value(), fo);
   if (!caller.ok()) return Fail(caller.status().ToString());
-  const CallRequest call{std::move(request).value(), choice.value()};
   int rc = 0;
   for (size_t i = 0; i < std::max<size_t>(1, a.repeat); ++i) {
-    auto outcome = caller.value()->Call(call);
+    auto outcome = caller.value()->Call(request.value());
     for (const auto& w : caller.value()->TakeWarnings()) std::fprintf(stderr, "fgemma: warning: %s\n", w.c_str());
     if (!outcome.ok()) return Fail(outcome.status().ToString());
     std::printf("%s\n", CallOutcomeToJson(outcome.value()).dump().c_str());

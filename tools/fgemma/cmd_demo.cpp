@@ -57,6 +57,7 @@ int RunDemo(const DemoArgs& a) {
   CallInputs in;
   in.tools_path = AssetsRoot() + "/examples/smart-home/tools.json";
   in.utterance = a.utterance;
+  in.tool_choice = "required";
   auto request = BuildCallRequest(in);
   if (!request.ok()) return Fail(request.status().ToString());
   LoadOptions lo;
@@ -72,9 +73,9 @@ int RunDemo(const DemoArgs& a) {
   std::printf("NOTE: this model has random weights (synthesized from SYNTH.md in FunctionGemma-270M's exact shape).\n"
               "      The call below is valid by construction (constrained decoding) but its content is noise;\n"
               "      only the real checkpoint gives meaningful calls. See README: \"Running the real model\".\n\n");
-  std::printf("tools:     %s (%zu functions)\nutterance: %s\n\n", in.tools_path.c_str(), request->tools.size(), a.utterance.c_str());
+  std::printf("tools:     %s (%zu functions)\nutterance: %s\n\n", in.tools_path.c_str(), request->chat.tools.size(), a.utterance.c_str());
   for (const char* label : {"first request", "second request"}) {
-    auto outcome = caller.value()->Call({request.value(), ToolChoice{ToolChoiceMode::kRequired, ""}});
+    auto outcome = caller.value()->Call(request.value());
     for (const auto& w : caller.value()->TakeWarnings()) std::fprintf(stderr, "fgemma: warning: %s\n", w.c_str());
     if (!outcome.ok()) return Fail(outcome.status().ToString());
     const CallTiming& t = outcome->timing;
