@@ -1,5 +1,6 @@
 // C API: the function caller (tools + messages -> validated calls), with per-token streaming,
-// cancellation from any thread, and time/token budgets enforced at each generated token.
+// cancellation from any thread, and time/token budgets (the call request's limits, enforced by
+// FunctionCaller).
 #include <chrono>
 
 #include "capi/capi_internal.h"
@@ -11,65 +12,65 @@ using namespace fgemma::capi;
 namespace {
 
 // Parses the C tool_choice argument: NULL = auto, JSON object text, or a plain word/function name.
-fgemma::Result<fgemma::Json> ToolChoiceJson(const char* text) {
-  if (!text) return fgemma::Json("auto");
+fgemma::Result<fgemma::ToolChoice> ParseToolChoiceArg(const char* text, const std::vector<fgemma::Tool>& tools) {
+  if (!text) return fgemma::ToolChoice{};
   std::string_view v(text);
   if (!v.empty() && (v.front() == '{' || v.front() == '"')) {
-    fgemma::Json j = fgemma::Json::parse(v, nullptr, false);
+    fgemma::OrderedJson j = fgemma::OrderedJson::parse(v, nullptr, false);
     if (j.is_discarded()) return fgemma::InvalidArgument("tool_choice: malformed JSON");
-    return j;
+    return fgemma::ParseToolChoice(j, tools);
   }
-  return fgemma::Json(std::string(v));
+  return fgemma::ParseToolChoice(fgemma::Json(std::string(v)), tools);
 }
 
-fgemma_status RunCall(fgemma_caller* c, const fgemma::ChatRequest& request, const fgemma::Json& choice_json,
-                      fgemma_token_callback callback, void* user_data) {
-  auto choice = fgemma::ParseToolChoice(choice_json, request.tools);
-  if (!choice.ok()) return Fail(choice.status());
+// Translates the caller's params into the request's limits, runs it, and maps the outcome back:
+// a stop by cancel or callback is FGEMMA_ERR_CANCELLED, one by max_tokens or time_budget_ms
+// FGEMMA_ERR_BUDGET.
+fgemma_status RunCall(fgemma_caller* c, fgemma::CallRequest request, fgemma_token_callback callback, void* user_data) {
   c->result_json.clear();
-  // A cancel that arrived while no call ran applies to this one.
-  if (c->cancel.exchange(false)) return Fail(FGEMMA_ERR_CANCELLED, "call cancelled");
-  const auto start = std::chrono::steady_clock::now();
-  fgemma::StreamDecoder decoder(*c->owner->tokenizer);
-  fgemma_status stop = FGEMMA_OK;
+  request.limits.max_tokens = c->params.max_tokens;
+  request.limits.cancel = &c->cancel;
+  if (c->params.time_budget_ms > 0)
+    request.limits.deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double, std::milli>(c->params.time_budget_ms));
+  fgemma::StreamDecoder decoder(c->owner->loaded->tokenizer);
   fgemma::Status decode_error;
-  size_t generated = 0;
-  auto on_token = [&](int32_t id) -> bool {
-    if (c->cancel.exchange(false)) {
-      stop = FGEMMA_ERR_CANCELLED;
-      return false;
-    }
-    if (c->params.max_tokens && ++generated > c->params.max_tokens) {
-      stop = FGEMMA_ERR_BUDGET;
-      return false;
-    }
-    if (c->params.time_budget_ms > 0 &&
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() >
-            c->params.time_budget_ms) {
-      stop = FGEMMA_ERR_BUDGET;
-      return false;
-    }
-    if (callback) {
+  bool callback_stopped = false;
+  if (callback) {
+    request.on_token = [&](int32_t id) -> bool {
       auto piece = decoder.Push(id);
       if (!piece.ok()) {
         decode_error = piece.status();
         return false;
       }
-      if (callback(id, piece->data(), piece->size(), user_data) != 0) {
-        stop = FGEMMA_ERR_CANCELLED;
-        return false;
-      }
-    }
-    return true;
-  };
-  auto outcome = c->caller->Call(request, choice.value(), on_token);
+      callback_stopped = callback(id, piece->data(), piece->size(), user_data) != 0;
+      return !callback_stopped;
+    };
+  }
+  auto outcome = c->caller->Call(request);
   c->caller->TakeWarnings();
-  if (stop == FGEMMA_ERR_CANCELLED) return Fail(stop, "call cancelled");
-  if (stop == FGEMMA_ERR_BUDGET)
-    return Fail(stop, "call budget exhausted (max_tokens " + std::to_string(c->params.max_tokens) + ", time_budget_ms " +
-                          std::to_string(c->params.time_budget_ms) + ")");
   if (!decode_error.ok()) return Fail(decode_error);
   if (!outcome.ok()) return Fail(outcome.status());
+  switch (outcome->finish_reason) {
+    case fgemma::FinishReason::kCancelled:
+      // The cancel is consumed by the call it stopped; one that came after the call ended applies
+      // to the next call.
+      if (!callback_stopped) c->cancel.store(false);
+      return Fail(FGEMMA_ERR_CANCELLED, "call cancelled");
+    case fgemma::FinishReason::kDeadline:
+      return Fail(FGEMMA_ERR_BUDGET, "call budget exhausted (max_tokens " + std::to_string(c->params.max_tokens) +
+                                         ", time_budget_ms " + std::to_string(c->params.time_budget_ms) + ")");
+    case fgemma::FinishReason::kLength:
+      // Without max_tokens the cap is the grammar's bounds and the generator's own: the outcome
+      // (with its error) is the result, as for any output that does not validate.
+      if (c->params.max_tokens)
+        return Fail(FGEMMA_ERR_BUDGET, "call budget exhausted (max_tokens " + std::to_string(c->params.max_tokens) +
+                                           ", time_budget_ms " + std::to_string(c->params.time_budget_ms) + ")");
+      break;
+    default:
+      break;
+  }
   c->result_json = fgemma::CallOutcomeToJson(outcome.value()).dump();
   return FGEMMA_OK;
 }
@@ -107,10 +108,9 @@ FGEMMA_API fgemma_status fgemma_caller_new(const fgemma_model* model, fgemma_cal
     fo.threads = params.n_threads;
     fo.context = params.n_ctx;
     fo.cache_path = handle->cache_path;
-    fo.template_kind = model->template_kind;
     fo.decoding.restricted_head = params.restricted_head;
     fo.decoding.jump_forward = params.jump_forward;
-    auto caller = fgemma::FunctionCaller::Create(model->model, *model->tokenizer, fo);
+    auto caller = fgemma::FunctionCaller::Create(*model->loaded, fo);
     if (!caller.ok()) return Fail(caller.status());
     handle->caller = std::move(caller).value();
     *out = handle.release();
@@ -140,9 +140,9 @@ FGEMMA_API fgemma_status fgemma_caller_call(fgemma_caller* caller, const char* t
     body["messages"] = std::move(messages).value();
     auto request = fgemma::ParseChatRequest(body, fgemma::RequestFormat::kTemplateInput);
     if (!request.ok()) return Fail(request.status());
-    auto choice = ToolChoiceJson(tool_choice);
+    auto choice = ParseToolChoiceArg(tool_choice, request->tools);
     if (!choice.ok()) return Fail(choice.status());
-    return RunCall(caller, request.value(), choice.value(), callback, user_data);
+    return RunCall(caller, fgemma::CallRequest{std::move(request).value(), choice.value()}, callback, user_data);
   });
 }
 
@@ -155,10 +155,9 @@ FGEMMA_API fgemma_status fgemma_caller_call_openai(fgemma_caller* caller, const 
     if (!body.ok()) return Fail(body.status());
     auto request = fgemma::ParseChatRequest(body.value(), fgemma::RequestFormat::kOpenAI);
     if (!request.ok()) return Fail(request.status());
-    fgemma::Json choice = "auto";
-    if (body->is_object() && body->contains("tool_choice"))
-      choice = fgemma::Json::parse(body.value()["tool_choice"].dump());
-    return RunCall(caller, request.value(), choice, callback, user_data);
+    auto choice = fgemma::ToolChoiceOfBody(body.value(), request->tools);
+    if (!choice.ok()) return Fail(choice.status());
+    return RunCall(caller, fgemma::CallRequest{std::move(request).value(), choice.value()}, callback, user_data);
   });
 }
 

@@ -9,9 +9,8 @@
 #include <string>
 
 #include "fgemma/fgemma.h"
-#include "chat/render.h"
-#include "model/model.h"
 #include "runtime/function_caller.h"
+#include "runtime/loaded_model.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/status.h"
@@ -22,9 +21,7 @@ enum : uint32_t { kModelTag = 0x4d4f444c, kSessionTag = 0x53455353, kCallerTag =
 
 struct fgemma_model {
   uint32_t tag = kModelTag;
-  std::shared_ptr<const fgemma::Model> model;
-  std::optional<fgemma::Tokenizer> tokenizer;
-  fgemma::TemplateKind template_kind = fgemma::TemplateKind::kOfficial;
+  std::optional<fgemma::LoadedModel> loaded;  // set by fgemma_model_load
 };
 
 struct fgemma_session {

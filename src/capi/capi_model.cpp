@@ -1,7 +1,6 @@
 // C API: model loading, tokenizer and chat-template rendering.
 #include "capi/capi_internal.h"
 #include "chat/request.h"
-#include "runtime/model_files.h"
 
 using namespace fgemma::capi;
 
@@ -18,20 +17,12 @@ FGEMMA_API fgemma_status fgemma_model_load(const char* path, fgemma_model_params
     if (!out) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_model_load: out is NULL");
     *out = nullptr;
     if (!path) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_model_load: path is NULL");
-    auto tmpl = fgemma::LoadTemplateFor(path);
-    if (!tmpl.ok()) return Fail(tmpl.status());
-    auto model = fgemma::Model::Load(path);
-    if (!model.ok()) return Fail(model.status());
-    auto tokenizer = fgemma::LoadTokenizerFor(path, params.tokenizer_path ? params.tokenizer_path : "");
-    if (!tokenizer.ok()) return Fail(tokenizer.status());
-    if (tokenizer->vocab_size() != model.value()->config().vocab_size)
-      return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "tokenizer has " + std::to_string(tokenizer->vocab_size()) +
-                                                   " tokens but the model's vocabulary is " +
-                                                   std::to_string(model.value()->config().vocab_size));
+    fgemma::LoadOptions options;
+    if (params.tokenizer_path) options.tokenizer_path = params.tokenizer_path;
+    auto loaded = fgemma::LoadModel(path, options);
+    if (!loaded.ok()) return Fail(loaded.status());
     auto handle = std::make_unique<fgemma_model>();
-    handle->model = std::shared_ptr<const fgemma::Model>(std::move(model).value());
-    handle->tokenizer.emplace(std::move(tokenizer).value());
-    handle->template_kind = tmpl->kind;
+    handle->loaded.emplace(std::move(loaded).value());
     *out = handle.release();
     return FGEMMA_OK;
   });
@@ -44,13 +35,13 @@ FGEMMA_API void fgemma_model_free(fgemma_model* model) {
 }
 
 FGEMMA_API int32_t fgemma_model_vocab_size(const fgemma_model* model) {
-  return Valid(model) ? model->model->config().vocab_size : -1;
+  return Valid(model) ? model->loaded->model->config().vocab_size : -1;
 }
 
-FGEMMA_API int32_t fgemma_model_bos(const fgemma_model* model) { return Valid(model) ? model->tokenizer->bos_id() : -1; }
+FGEMMA_API int32_t fgemma_model_bos(const fgemma_model* model) { return Valid(model) ? model->loaded->tokenizer.bos_id() : -1; }
 
 FGEMMA_API bool fgemma_model_is_eos(const fgemma_model* model, int32_t token) {
-  return Valid(model) && model->tokenizer->IsEos(token);
+  return Valid(model) && model->loaded->tokenizer.IsEos(token);
 }
 
 FGEMMA_API int64_t fgemma_tokenize(const fgemma_model* model, const char* text, size_t text_len, bool add_bos,
@@ -62,7 +53,7 @@ FGEMMA_API int64_t fgemma_tokenize(const fgemma_model* model, const char* text, 
     fgemma::EncodeOptions eo;
     eo.add_bos = add_bos;
     eo.parse_special = parse_special;
-    const auto ids = model->tokenizer->Encode(std::string_view(text ? text : "", text_len), eo);
+    const auto ids = model->loaded->tokenizer.Encode(std::string_view(text ? text : "", text_len), eo);
     std::copy_n(ids.begin(), std::min(ids.size(), cap), tokens);
     return static_cast<int64_t>(ids.size());
   });
@@ -76,7 +67,7 @@ FGEMMA_API int64_t fgemma_detokenize(const fgemma_model* model, const int32_t* t
     if (!buf && cap > 0) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_detokenize: buf is NULL but cap > 0");
     fgemma::DecodeOptions dopt;
     dopt.skip_special = skip_special;
-    auto text = model->tokenizer->Decode(std::span<const int32_t>(tokens, n_tokens), dopt);
+    auto text = model->loaded->tokenizer.Decode(std::span<const int32_t>(tokens, n_tokens), dopt);
     if (!text.ok()) return -Fail(text.status());
     return CopyOut(text.value(), buf, cap);
   });
@@ -90,7 +81,7 @@ FGEMMA_API int64_t fgemma_render(const fgemma_model* model, const char* request_
     auto request = fgemma::ParseChatRequestText(request_json, "request");
     if (!request.ok()) return -Fail(request.status());
     fgemma::RenderOptions ro;
-    ro.template_kind = model->template_kind;
+    ro.template_kind = model->loaded->chat_template.kind;
     ro.add_generation_prompt = request->add_generation_prompt;  // as `fgemma render` does
     auto prompt = fgemma::RenderPrompt(request.value(), ro);
     if (!prompt.ok()) return -Fail(prompt.status());

@@ -26,7 +26,7 @@ FGEMMA_API fgemma_status fgemma_session_new(const fgemma_model* model, fgemma_se
     so.context = params.n_ctx;
     so.max_batch = params.n_batch ? params.n_batch : 256;
     so.threads = params.n_threads;
-    auto session = fgemma::Session::Create(model->model, so);
+    auto session = fgemma::Session::Create(model->loaded->model, so);
     if (!session.ok()) return Fail(session.status());
     auto handle = std::make_unique<fgemma_session>();
     handle->owner = model;
@@ -58,7 +58,7 @@ FGEMMA_API fgemma_status fgemma_session_eval(fgemma_session* session, const int3
   return Guard([&]() -> fgemma_status {
     if (!Valid(session)) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_session_eval: invalid session handle");
     if (!tokens || n_tokens == 0) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_session_eval: no tokens");
-    const auto vocab = static_cast<size_t>(session->owner->model->config().vocab_size);
+    const auto vocab = static_cast<size_t>(session->owner->loaded->model->config().vocab_size);
     if (logits && logits_cap < vocab)
       return Fail(FGEMMA_ERR_OUT_OF_RANGE, "fgemma_session_eval: logits_cap " + std::to_string(logits_cap) +
                                                " is below the vocabulary size " + std::to_string(vocab));
@@ -87,7 +87,7 @@ FGEMMA_API fgemma_status fgemma_session_generate(fgemma_session* session, const 
     if (!prompt || n_prompt == 0) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_session_generate: empty prompt");
     if (!out_tokens && out_cap > 0)
       return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_session_generate: out_tokens is NULL but out_cap > 0");
-    fgemma::StreamDecoder decoder(*session->owner->tokenizer);
+    fgemma::StreamDecoder decoder(session->owner->loaded->tokenizer);
     size_t count = 0;
     bool cancelled = false;
     fgemma::Status decode_error;

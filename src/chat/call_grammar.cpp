@@ -26,14 +26,14 @@ bool IsKeyByte(int s) {
   return (s >= 'a' && s <= 'z') || (s >= 'A' && s <= 'Z') || IsDigit(s) || s == '_' || s == '-' || s == '.';
 }
 
-}  // namespace
-
-Result<ToolChoice> ParseToolChoice(const Json& v, const std::vector<Tool>& tools) {
+// One reading for both JSON flavours (a request body keeps key order; a C string argument need not).
+template <typename JsonT>
+Result<ToolChoice> ToolChoiceFrom(const JsonT& v, const std::vector<Tool>& tools) {
   ToolChoice c;
   std::string name;
   if (v.is_null()) return c;
   if (v.is_string()) {
-    const std::string s = v.get<std::string>();
+    const std::string s = v.template get<std::string>();
     if (s == "auto") return c;
     if (s == "required" || s == "any") {
       c.mode = ToolChoiceMode::kRequired;
@@ -48,7 +48,7 @@ Result<ToolChoice> ParseToolChoice(const Json& v, const std::vector<Tool>& tools
     auto fn = v.find("function");
     if (fn == v.end() || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string())
       return InvalidArgument("tool_choice: expected {\"type\":\"function\",\"function\":{\"name\":...}}");
-    name = (*fn)["name"].get<std::string>();
+    name = (*fn)["name"].template get<std::string>();
   } else {
     return InvalidArgument("tool_choice: expected \"auto\", \"required\", \"none\" or a function object");
   }
@@ -57,6 +57,21 @@ Result<ToolChoice> ParseToolChoice(const Json& v, const std::vector<Tool>& tools
   c.mode = ToolChoiceMode::kFunction;
   c.function = name;
   return c;
+}
+
+}  // namespace
+
+Result<ToolChoice> ParseToolChoice(const Json& value, const std::vector<Tool>& tools) { return ToolChoiceFrom(value, tools); }
+
+Result<ToolChoice> ParseToolChoice(const OrderedJson& value, const std::vector<Tool>& tools) {
+  return ToolChoiceFrom(value, tools);
+}
+
+Result<ToolChoice> ToolChoiceOfBody(const OrderedJson& body, const std::vector<Tool>& tools) {
+  if (!body.is_object()) return ToolChoice{};
+  auto it = body.find("tool_choice");
+  if (it == body.end()) return ToolChoice{};
+  return ToolChoiceFrom(*it, tools);
 }
 
 Result<int> CallGrammar::AddNode(const Schema* schema, int depth) {

@@ -47,6 +47,10 @@ struct ToolChoice {
 // Parses OpenAI's tool_choice: "auto" | "required" | "none" | {"type":"function","function":{"name":..}}
 // (also a bare function name). Unknown tools are an error naming the name.
 Result<ToolChoice> ParseToolChoice(const Json& value, const std::vector<Tool>& tools);
+Result<ToolChoice> ParseToolChoice(const OrderedJson& value, const std::vector<Tool>& tools);
+// The `tool_choice` member of an OpenAI chat-completions body (auto when absent), read in place:
+// what the server and the C API's fgemma_caller_call_openai both use.
+Result<ToolChoice> ToolChoiceOfBody(const OrderedJson& body, const std::vector<Tool>& tools);
 
 struct GrammarLimits {
   uint32_t max_string_bytes = 200;

@@ -1,6 +1,7 @@
 #include "io/gguf.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -493,7 +494,14 @@ class GgufParser {
   std::vector<uint64_t> offset_fields_;  // file offset of each tensor's offset field
 };
 
+namespace {
+std::atomic<uint64_t> g_parse_count{0};
+}  // namespace
+
+uint64_t GgufFile::ParseCount() { return g_parse_count.load(std::memory_order_relaxed); }
+
 Result<GgufFile> GgufFile::FromMemory(const uint8_t* data, size_t size, std::string name) {
+  g_parse_count.fetch_add(1, std::memory_order_relaxed);
   GgufFile f;
   f.name_ = std::move(name);
   f.data_ = data;
@@ -505,6 +513,7 @@ Result<GgufFile> GgufFile::FromMemory(const uint8_t* data, size_t size, std::str
 
 Result<GgufFile> GgufFile::Open(const std::string& path) {
   FGEMMA_TRY(MappedFile mapping, MappedFile::Open(path));
+  g_parse_count.fetch_add(1, std::memory_order_relaxed);
   GgufFile f;
   f.name_ = path;
   f.data_ = mapping.data();

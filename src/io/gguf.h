@@ -147,6 +147,9 @@ class GgufFile {
   // Validates a GGUF image in memory. The bytes are not copied and must outlive the result;
   // `name` stands for the file in error messages.
   static Result<GgufFile> FromMemory(const uint8_t* data, size_t size, std::string name = "<memory>");
+  // Files parsed by Open and FromMemory in this process so far: a file's metadata is large (a
+  // 262k-token vocabulary), so loaders open it once and share it; tests use this to check that.
+  static uint64_t ParseCount();
 
   const std::string& name() const { return name_; }  // the path, or FromMemory's name
   uint32_t version() const { return version_; }

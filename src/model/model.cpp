@@ -217,4 +217,12 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const ModelL
   return model;
 }
 
+Result<std::unique_ptr<Model>> Model::FromGguf(std::shared_ptr<const GgufFile> file, const ModelLoadOptions& options) {
+  const std::string name = file->name();
+  auto model = LoadGgufModel(std::move(file));
+  if (!model.ok()) return model.status().WithContext("loading " + name);
+  if (options.prepare_for_kernels) model.value()->PrepareForKernels();
+  return model;
+}
+
 }  // namespace fgemma

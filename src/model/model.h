@@ -20,6 +20,8 @@
 
 namespace fgemma {
 
+class GgufFile;
+
 struct LayerWeights {
   LayerKind kind = LayerKind::kSliding;
   KernelMatrix q_proj;     // [heads*head_dim, hidden]
@@ -67,6 +69,10 @@ class Model {
   // Loads a Hugging Face directory (config.json + safetensors), a .safetensors file with config.json
   // beside it, or (when supported) a .gguf file.
   static Result<std::unique_ptr<Model>> Load(const std::string& path, const ModelLoadOptions& options = {});
+  // The same for a GGUF file already open (runtime/loaded_model.h reads its tokenizer and chat
+  // template from the same GgufFile, so the metadata is parsed once per load).
+  static Result<std::unique_ptr<Model>> FromGguf(std::shared_ptr<const GgufFile> file,
+                                                 const ModelLoadOptions& options = {});
 
   // Assembles a model from any tensor source. `norms_have_unit_offset` is true for GGUF files
   // (stored 1 + w). `owner` keeps the backing storage (mappings) alive.

@@ -82,9 +82,13 @@ Result<ModelConfig> ConfigFromGguf(const GgufFile& f) {
 
 Result<std::unique_ptr<Model>> LoadGgufModel(const std::string& path) {
   FGEMMA_TRY(GgufFile file, GgufFile::Open(path));
-  auto owner = std::make_shared<GgufFile>(std::move(file));
-  FGEMMA_TRY(ModelConfig config, ConfigFromGguf(*owner));
+  return LoadGgufModel(std::make_shared<const GgufFile>(std::move(file)));
+}
+
+Result<std::unique_ptr<Model>> LoadGgufModel(std::shared_ptr<const GgufFile> owner) {
   const GgufFile* f = owner.get();
+  const std::string& path = f->name();
+  FGEMMA_TRY(ModelConfig config, ConfigFromGguf(*f));
   // Every tensor in the file must be one the model uses (an unknown one means a different model).
   std::vector<std::string> expected;
   ForEachTensor(config, [&](const TensorSpec& s) { expected.push_back(s.gguf_name); });
@@ -102,7 +106,7 @@ Result<std::unique_ptr<Model>> LoadGgufModel(const std::string& path) {
       return InvalidArgument(path + ": tensor '" + spec.gguf_name + "' has unexpected dimensions");
     return f->GetTensorView(*t);
   };
-  return Model::Assemble(config, lookup, /*norms_have_unit_offset=*/true, owner, path);
+  return Model::Assemble(config, lookup, /*norms_have_unit_offset=*/true, std::const_pointer_cast<GgufFile>(owner), path);
 }
 
 }  // namespace fgemma

@@ -33,8 +33,10 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
       forced_next = 0;
     }
     if (!forced_.empty() && opt.jump_forward) {
-      // Append the whole forced run; it is evaluated with the next head step's batch.
+      // Append the whole forced run; it is evaluated with the next head step's batch. The token cap
+      // holds inside a run too, so a limit gives the same tokens with jump-forward on or off.
       for (int32_t id : forced_) {
+        if (out->size() >= opt.max_tokens) break;
         if (!vocab_.FeedToken(matcher_, id)) return Internal("forced token refused by the grammar");
         if (hook) FGEMMA_RETURN_IF_ERROR(hook->Appended(id));
         out->push_back(id);

@@ -1,17 +1,26 @@
 #include "runtime/function_caller.h"
 
+#include <optional>
+
 #include "runtime/catalog_cache.h"
 #include "util/mapped_file.h"
 #include "util/process_stats.h"
 
 namespace fgemma {
 
-Result<std::unique_ptr<FunctionCaller>> FunctionCaller::Create(std::shared_ptr<const Model> model, Tokenizer tokenizer,
-                                                               const FunctionCallerOptions& options) {
-  if (tokenizer.vocab_size() != model->config().vocab_size)
-    return InvalidArgument("tokenizer has " + std::to_string(tokenizer.vocab_size()) + " tokens but the model's vocabulary is " +
-                           std::to_string(model->config().vocab_size));
-  auto fc = std::unique_ptr<FunctionCaller>(new FunctionCaller(std::move(model), std::move(tokenizer), options));
+const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kToolCalls: return "tool_calls";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kDeadline: return "deadline";
+  }
+  return "unknown";
+}
+
+Result<std::unique_ptr<FunctionCaller>> FunctionCaller::Create(const LoadedModel& loaded, const FunctionCallerOptions& options) {
+  auto fc = std::unique_ptr<FunctionCaller>(new FunctionCaller(loaded, options));
   FGEMMA_TRY(ConstraintVocab vocab, ConstraintVocab::Build(fc->tokenizer_));
   fc->vocab_ = std::make_unique<ConstraintVocab>(std::move(vocab));
   // One pool for both sessions: they never run at once, and a second pool would only add threads
@@ -66,13 +75,31 @@ Status FunctionCaller::PreparePrefix(const std::vector<int32_t>& prefix, CallTim
   return Status::Ok();
 }
 
-Result<CallOutcome> FunctionCaller::Call(const ChatRequest& request, const ToolChoice& choice,
-                                         const std::function<bool(int32_t)>& on_token) {
+namespace {
+
+// Why `limits` stop the call now, if they do.
+std::optional<FinishReason> LimitReached(const CallLimits& limits) {
+  if (limits.cancel != nullptr && limits.cancel->load()) return FinishReason::kCancelled;
+  if (limits.deadline && std::chrono::steady_clock::now() > *limits.deadline) return FinishReason::kDeadline;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
+  const ChatRequest& request = call.chat;
+  const ToolChoice& choice = call.tool_choice;
   CallOutcome out;
   CallTiming& t = out.timing;
   const double start = NowSeconds();
+  // A cancel or a deadline that came before the call stops it before any work.
+  if (auto stop = LimitReached(call.limits)) {
+    out.finish_reason = *stop;
+    out.parsed.status = Status(ErrorCode::kCancelled, std::string("call stopped before it started: ") + FinishReasonName(*stop));
+    return out;
+  }
   RenderOptions ro;
-  ro.template_kind = options_.template_kind;
+  ro.template_kind = template_kind_;
   FGEMMA_TRY(PromptParts parts, RenderPromptParts(request, ro));
   std::string grammar_key = request.tools_json.dump();
   grammar_key += '\x1f';
@@ -108,16 +135,37 @@ Result<CallOutcome> FunctionCaller::Call(const ChatRequest& request, const ToolC
   t0 = NowSeconds();
   CallGenerator gen(*vocab_, grammar, model_->config().vocab_size, &allowed_cache_);
   ConstrainedOptions decoding = options_.decoding;
-  if (on_token) decoding.on_token = on_token;
+  // The token limit is the generator's own cap (it stops there, jump-forward runs included); the
+  // other limits are checked at each token, before the request's callback sees it.
+  if (call.limits.max_tokens > 0) decoding.max_tokens = call.limits.max_tokens;
+  std::optional<FinishReason> stopped;
+  size_t accepted = 0;  // tokens let through (the generator has already appended the one refused)
+  decoding.on_token = [&](int32_t id) {
+    stopped = LimitReached(call.limits);
+    if (!stopped && call.on_token && !call.on_token(id)) stopped = FinishReason::kCancelled;
+    if (stopped) return false;
+    ++accepted;
+    return true;
+  };
   const size_t position_before = work_->position();
-  FGEMMA_RETURN_IF_ERROR(gen.Generate(*work_, remainder, decoding, &out.output_tokens, &out.stats));
+  Status generated = gen.Generate(*work_, remainder, decoding, &out.output_tokens, &out.stats);
+  if (!generated.ok() && !(stopped && generated.code() == ErrorCode::kCancelled)) return generated;
+  if (stopped) out.output_tokens.resize(accepted);
   t.evaluated_tokens += work_->position() - position_before;
   t.decode_ms = (NowSeconds() - t0) * 1000;
   t.generated_tokens = out.output_tokens.size();
   FGEMMA_TRY(std::string text, tokenizer_.Decode(out.output_tokens));
   out.parsed = ParseModelOutput(text, request.tools);
-  if (!gen.finished() && out.parsed.status.ok())
-    out.parsed.status = OutOfRange("generation stopped at the token limit before the turn ended");
+  if (stopped) {
+    out.finish_reason = *stopped;
+    if (out.parsed.status.ok())
+      out.parsed.status = Status(ErrorCode::kCancelled, std::string("generation stopped before the turn ended: ") + FinishReasonName(*stopped));
+  } else if (!gen.finished()) {
+    out.finish_reason = FinishReason::kLength;
+    if (out.parsed.status.ok()) out.parsed.status = OutOfRange("generation stopped at the token limit before the turn ended");
+  } else {
+    out.finish_reason = out.parsed.calls.empty() ? FinishReason::kStop : FinishReason::kToolCalls;
+  }
   t.total_ms = (NowSeconds() - start) * 1000;
   return out;
 }

@@ -14,6 +14,8 @@
 #include "chat/parse_call.h"
 #include "chat/render.h"
 #include "runtime/call_generator.h"
+#include "runtime/call_request.h"
+#include "runtime/loaded_model.h"
 #include "runtime/session.h"
 #include "runtime/token_constraint.h"
 #include "tokenizer/tokenizer.h"
@@ -26,8 +28,9 @@ struct FunctionCallerOptions {
   std::shared_ptr<ThreadPool> pool;
   size_t context = 4096;           // positions per session
   std::string cache_path;          // catalog cache file ("" = memory only)
-  TemplateKind template_kind = TemplateKind::kOfficial;
   GrammarLimits limits;
+  // max_tokens is the default cap (a request's limits.max_tokens replaces it); on_token is set by
+  // Call for each request (CallRequest::on_token).
   ConstrainedOptions decoding;
 };
 
@@ -43,6 +46,9 @@ struct CallTiming {
 
 struct CallOutcome {
   ParsedOutput parsed;             // calls, text, raw output, status
+  // Stopped early (length, cancelled, deadline): `parsed` and `output_tokens` hold what was
+  // generated until then, and parsed.status says why it is incomplete.
+  FinishReason finish_reason = FinishReason::kStop;
   CallTiming timing;
   ConstrainedStats stats;
   std::vector<int32_t> output_tokens;
@@ -50,12 +56,13 @@ struct CallOutcome {
 
 class FunctionCaller {
  public:
-  static Result<std::unique_ptr<FunctionCaller>> Create(std::shared_ptr<const Model> model, Tokenizer tokenizer,
-                                                        const FunctionCallerOptions& options);
+  // The model, tokenizer and template of `loaded` (checked when it was made; shared, not copied).
+  static Result<std::unique_ptr<FunctionCaller>> Create(const LoadedModel& loaded, const FunctionCallerOptions& options);
 
-  // `on_token` (optional) sees each generated token; returning false cancels the call (kCancelled).
-  Result<CallOutcome> Call(const ChatRequest& request, const ToolChoice& choice,
-                           const std::function<bool(int32_t)>& on_token = {});
+  // Runs one request under its limits. A call stopped by a limit is not an error: the outcome says
+  // so in finish_reason. Errors are invalid requests (render, tool_choice), a prompt too long for
+  // the context, and model failures.
+  Result<CallOutcome> Call(const CallRequest& request);
   // Warnings produced so far (rejected cache files, ...), cleared on read.
   std::vector<std::string> TakeWarnings();
 
@@ -68,13 +75,14 @@ class FunctionCaller {
   const ThreadPool& pool() const { return catalog_->pool(); }
 
  private:
-  FunctionCaller(std::shared_ptr<const Model> model, Tokenizer tokenizer, const FunctionCallerOptions& options)
-      : model_(std::move(model)), tokenizer_(std::move(tokenizer)), options_(options) {}
+  FunctionCaller(const LoadedModel& loaded, const FunctionCallerOptions& options)
+      : model_(loaded.model), tokenizer_(loaded.tokenizer), template_kind_(loaded.chat_template.kind), options_(options) {}
   // Makes work_ hold the state after `prefix` (restoring the catalog state or building it).
   Status PreparePrefix(const std::vector<int32_t>& prefix, CallTiming* timing);
 
   std::shared_ptr<const Model> model_;
   Tokenizer tokenizer_;
+  TemplateKind template_kind_;
   FunctionCallerOptions options_;
   std::unique_ptr<ConstraintVocab> vocab_;
   std::unique_ptr<Session> catalog_;   // holds the prefilled prefix

@@ -2,8 +2,8 @@
 
 namespace fgemma::server {
 
-Result<std::unique_ptr<CallerPool>> CallerPool::Create(std::shared_ptr<const Model> model, const Tokenizer& tokenizer,
-                                                       const FunctionCallerOptions& options, size_t count) {
+Result<std::unique_ptr<CallerPool>> CallerPool::Create(const LoadedModel& loaded, const FunctionCallerOptions& options,
+                                                       size_t count) {
   if (count == 0) return InvalidArgument("the session pool needs at least one session");
   auto pool = std::make_unique<CallerPool>();
   pool->slots_.resize(count);
@@ -15,7 +15,7 @@ Result<std::unique_ptr<CallerPool>> CallerPool::Create(std::shared_ptr<const Mod
     // One writer per cache file: only the first caller reads and writes it.
     FunctionCallerOptions o = shared;
     if (i > 0) o.cache_path.clear();
-    FGEMMA_TRY(pool->slots_[i].caller, FunctionCaller::Create(model, tokenizer, o));
+    FGEMMA_TRY(pool->slots_[i].caller, FunctionCaller::Create(loaded, o));
   }
   return pool;
 }

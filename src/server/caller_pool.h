@@ -20,8 +20,8 @@ namespace fgemma::server {
 class CallerPool {
  public:
   struct Lease;
-  static Result<std::unique_ptr<CallerPool>> Create(std::shared_ptr<const Model> model, const Tokenizer& tokenizer,
-                                                    const FunctionCallerOptions& options, size_t count);
+  static Result<std::unique_ptr<CallerPool>> Create(const LoadedModel& loaded, const FunctionCallerOptions& options,
+                                                    size_t count);
 
   // Returns nullptr when no caller became free within `timeout`.
   std::unique_ptr<Lease> Acquire(uint64_t catalog_key, std::chrono::milliseconds timeout);

@@ -10,8 +10,7 @@
 
 #include "chat/chat_json.h"
 #include "chat/request.h"
-#include "model/model.h"
-#include "runtime/model_files.h"
+#include "runtime/loaded_model.h"
 #include "server/caller_pool.h"
 #include "server/chat_stream.h"
 #include "server/openai_format.h"
@@ -107,9 +106,7 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
                      "not_found_error");
   auto request = ParseChatRequest(b, RequestFormat::kOpenAI);
   if (!request.ok()) return SendError(res, 400, request.status().message(), "invalid_request_error");
-  Json choice_json = "auto";
-  if (b.contains("tool_choice")) choice_json = Json::parse(b["tool_choice"].dump());
-  auto choice = ParseToolChoice(choice_json, request->tools);
+  auto choice = ToolChoiceOfBody(b, request->tools);
   if (!choice.ok()) return SendError(res, 400, choice.status().message(), "invalid_request_error");
   size_t max_tokens = options.max_tokens;
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
@@ -130,7 +127,8 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
   ResponseMeta meta{"chatcmpl-" + std::to_string(next_id++), static_cast<int64_t>(std::time(nullptr)), model_name};
   // Runs the call, feeding each generated token to a ChatStream; `emit` (streaming only) gets the
   // deltas as they complete and stops the call by returning false (the client went away).
-  // Hitting max_tokens ends the call with finish_reason "length" and what was generated so far.
+  // A call stopped by max_tokens (FinishReason::kLength) answers finish_reason "length" with what
+  // was generated so far.
   struct Run {
     int status = 200;
     Json response;
@@ -138,19 +136,15 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
     bool emit_failed = false;
   };
   using Emit = std::function<bool(const std::vector<Json>&)>;
-  auto run = [this, lease, request = std::move(request).value(), choice = std::move(choice).value(), max_tokens,
-              meta](const Emit& emit) -> Run {
+  // Shared, not copied, by the copies of `run` (the streaming provider holds one); it runs once.
+  auto call = std::make_shared<CallRequest>(CallRequest{std::move(request).value(), std::move(choice).value()});
+  call->limits.max_tokens = max_tokens;
+  auto run = [this, lease, call, meta](const Emit& emit) -> Run {
     Run r;
-    ChatStream stream(lease->caller().tokenizer(), request.tools, meta);
-    size_t generated = 0;
-    bool length_stop = false;
+    ChatStream stream(lease->caller().tokenizer(), call->chat.tools, meta);
     Status stream_error;
     std::vector<Json> deltas;
-    auto outcome = lease->caller().Call(request, choice, [&](int32_t id) {
-      if (++generated > max_tokens) {
-        length_stop = true;
-        return false;
-      }
+    call->on_token = [&](int32_t id) {
       deltas.clear();
       if (Status st = stream.Push(id, &deltas); !st.ok()) {
         stream_error = st;
@@ -161,7 +155,9 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
         return false;
       }
       return true;
-    });
+    };
+    auto outcome = lease->caller().Call(*call);
+    call->on_token = nullptr;  // it refers to this frame
     lease->caller().TakeWarnings();
     if (r.emit_failed) return r;
     if (!stream_error.ok()) {
@@ -169,12 +165,13 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
       r.response = ErrorBody(stream_error.message(), "server_error");
       return r;
     }
-    if (length_stop) {
-      r.response = LengthResponse(meta, stream.PartialMessage(), generated - 1);
-    } else if (!outcome.ok()) {
+    if (!outcome.ok()) {
       r.status = HttpStatusFor(outcome.status());
       r.response = ErrorBody(outcome.status().message(), "invalid_request_error");
       return r;
+    }
+    if (outcome->finish_reason == FinishReason::kLength) {
+      r.response = LengthResponse(meta, stream.PartialMessage(), outcome->timing.generated_tokens);
     } else {
       r.response = CompletionResponse(meta, outcome.value());
     }
@@ -234,16 +231,12 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
     std::filesystem::path p(options.model_path);
     impl->model_name = (p.has_filename() ? p.filename() : p.parent_path().filename()).string();
   }
-  FGEMMA_TRY(ModelTemplate tmpl, LoadTemplateFor(options.model_path));
-  FGEMMA_TRY(std::unique_ptr<Model> model, Model::Load(options.model_path));
-  FGEMMA_TRY(Tokenizer tokenizer, LoadTokenizerFor(options.model_path));
+  FGEMMA_TRY(LoadedModel loaded, LoadModel(options.model_path));
   FunctionCallerOptions fo;
   fo.threads = options.threads;
   fo.context = options.context;
-  fo.template_kind = tmpl.kind;
   fo.cache_path = options.cache_path;
-  FGEMMA_TRY(impl->pool, CallerPool::Create(std::shared_ptr<const Model>(std::move(model)), tokenizer, fo,
-                                            options.sessions));
+  FGEMMA_TRY(impl->pool, CallerPool::Create(loaded, fo, options.sessions));
   // Enough HTTP workers that requests beyond the pool wait in Acquire (and time out as 503)
   // rather than unseen in the socket backlog.
   const size_t workers = std::max<size_t>(8, options.sessions * 4);

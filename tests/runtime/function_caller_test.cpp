@@ -23,8 +23,9 @@ class FunctionCallerTest : public ::testing::Test {
     o.threads = threads;
     o.context = 2048;
     o.cache_path = cache;
-    auto c = FunctionCaller::Create(std::shared_ptr<const Model>(std::move(model).value()),
-                                    test::ConstrainedWorld::Get().tokenizer, o);
+    auto loaded = LoadedModel::FromParts(std::move(model).value(), test::ConstrainedWorld::Get().tokenizer);
+    EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+    auto c = FunctionCaller::Create(loaded.value(), o);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     return std::move(c).value();
   }
@@ -53,8 +54,8 @@ TEST_F(FunctionCallerTest, CacheInMemoryAndInFileChangesNothing) {
   const ChatRequest req = SmartHome("turn on the kitchen lights please");
 
   auto plain = NewCaller(test::FixturePath("models/mini-bf16"), "");
-  auto cold = plain->Call(req, kRequired).value();
-  auto warm = plain->Call(req, kRequired).value();
+  auto cold = plain->Call({req, kRequired}).value();
+  auto warm = plain->Call({req, kRequired}).value();
   EXPECT_EQ(cold.timing.cache_source, "built");
   EXPECT_EQ(warm.timing.cache_source, "memory");
   EXPECT_EQ(cold.output_tokens, warm.output_tokens);
@@ -66,18 +67,18 @@ TEST_F(FunctionCallerTest, CacheInMemoryAndInFileChangesNothing) {
   EXPECT_LT(warm.timing.evaluated_tokens, warm.timing.prompt_tokens + warm.timing.generated_tokens + 1);
 
   auto writer = NewCaller(test::FixturePath("models/mini-bf16"), cache);
-  auto first = writer->Call(req, kRequired).value();
+  auto first = writer->Call({req, kRequired}).value();
   EXPECT_EQ(first.timing.cache_source, "built");
   ASSERT_TRUE(FileExists(cache));
   auto reader = NewCaller(test::FixturePath("models/mini-bf16"), cache);
-  auto from_file = reader->Call(req, kRequired).value();
+  auto from_file = reader->Call({req, kRequired}).value();
   EXPECT_EQ(from_file.timing.cache_source, "file");
   EXPECT_TRUE(reader->TakeWarnings().empty());
   EXPECT_EQ(from_file.output_tokens, cold.output_tokens);
   EXPECT_EQ(from_file.timing.evaluated_tokens, warm.timing.evaluated_tokens);
 
   // A different utterance with the same catalog reuses the prefix too.
-  auto other = reader->Call(SmartHome("set an alarm for seven"), kRequired).value();
+  auto other = reader->Call({SmartHome("set an alarm for seven"), kRequired}).value();
   EXPECT_EQ(other.timing.cache_source, "memory");
 }
 
@@ -88,12 +89,12 @@ TEST_F(FunctionCallerTest, StaleForeignAndCorruptFilesAreRejectedAndRebuilt) {
   std::vector<int32_t> reference;
   {
     auto c = NewCaller(test::FixturePath("models/mini-bf16"), cache);
-    reference = c->Call(req, kRequired).value().output_tokens;
+    reference = c->Call({req, kRequired}).value().output_tokens;
   }
   const std::string good = ReadFileToString(cache).value();
   auto expect_rebuilt = [&](const std::string& model_path, const ChatRequest& r, const std::string& why) -> CallOutcome {
     auto c = NewCaller(model_path, cache);
-    auto result = c->Call(r, kRequired);
+    auto result = c->Call({r, kRequired});
     EXPECT_TRUE(result.ok()) << why << ": " << result.status().ToString();
     if (!result.ok()) return CallOutcome{};
     auto out = std::move(result).value();
@@ -123,7 +124,7 @@ TEST_F(FunctionCallerTest, StaleForeignAndCorruptFilesAreRejectedAndRebuilt) {
   expect_rebuilt(test::FixturePath("models/mini-bf16"), test::MakeRequest(tools, "hello"), "different tool catalog");
   // The rebuilt file is valid again.
   auto c = NewCaller(test::FixturePath("models/mini-bf16"), cache);
-  EXPECT_EQ(c->Call(test::MakeRequest(tools, "hello"), kRequired).value().timing.cache_source, "file");
+  EXPECT_EQ(c->Call({test::MakeRequest(tools, "hello"), kRequired}).value().timing.cache_source, "file");
 }
 
 // The thread count sets the row blocks of the forward pass's matrix products, which changes the
@@ -154,17 +155,17 @@ TEST_F(FunctionCallerTest, FileFromAnotherThreadCountIsRebuilt) {
   const std::string cache = test::TempDir() + "/catalog.kv";
   const ChatRequest req = SmartHome("turn off the bedroom lights");
   auto writer = NewCaller(test::FixturePath("models/mini-bf16"), cache, 2);
-  ASSERT_EQ(writer->Call(req, kRequired).value().timing.cache_source, "built");
+  ASSERT_EQ(writer->Call({req, kRequired}).value().timing.cache_source, "built");
   const std::string two_threads = ReadFileToString(cache).value();
 
   auto reader = NewCaller(test::FixturePath("models/mini-bf16"), cache, 1);
-  auto out = reader->Call(req, kRequired).value();
+  auto out = reader->Call({req, kRequired}).value();
   EXPECT_EQ(out.timing.cache_source.rfind("built (file rejected: ", 0), 0u) << out.timing.cache_source;
   EXPECT_NE(out.timing.cache_source.find("built with 2 threads, this session uses 1"), std::string::npos)
       << out.timing.cache_source;
   // The rebuilt file is the one-thread state: a one-thread caller restores it and answers alike.
   const std::string one_thread = ReadFileToString(cache).value();
-  auto again = NewCaller(test::FixturePath("models/mini-bf16"), cache, 1)->Call(req, kRequired).value();
+  auto again = NewCaller(test::FixturePath("models/mini-bf16"), cache, 1)->Call({req, kRequired}).value();
   EXPECT_EQ(again.timing.cache_source, "file");
   EXPECT_EQ(again.output_tokens, out.output_tokens);
   // For the record: how many bytes of the state the thread count changed (mini: most of them).

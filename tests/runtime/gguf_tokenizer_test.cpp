@@ -1,7 +1,7 @@
 // The tokenizer read from a GGUF's metadata gives the golden ids, like tokenizer.json does.
 #include <gtest/gtest.h>
 
-#include "runtime/model_files.h"
+#include "runtime/loaded_model.h"
 #include "test_support.h"
 
 namespace fgemma {

@@ -5,7 +5,7 @@
 
 namespace fgemma::cli {
 
-Result<ChatRequest> BuildCallRequest(const CallInputs& in) {
+Result<CallRequest> BuildCallRequest(const CallInputs& in) {
   FGEMMA_TRY(std::string text, ReadFileToString(in.tools_path));
   FGEMMA_TRY(OrderedJson tools, ParseOrderedJson(text, in.tools_path));
   if (tools.is_object() && tools.contains("tools")) tools = tools["tools"];
@@ -15,13 +15,10 @@ Result<ChatRequest> BuildCallRequest(const CallInputs& in) {
   body["messages"] = OrderedJson::array(
       {{{"role", "developer"}, {"content", in.system.empty() ? std::string(kDefaultDeveloperPreamble) : in.system}},
        {{"role", "user"}, {"content", in.utterance}}});
-  auto request = ParseChatRequest(body);
-  if (!request.ok()) return request.status().WithContext(in.tools_path);
-  return request;
-}
-
-Result<ToolChoice> ParseToolChoiceArg(const std::string& arg, const std::vector<Tool>& tools) {
-  return ParseToolChoice(Json(arg), tools);
+  auto chat = ParseChatRequest(body);
+  if (!chat.ok()) return chat.status().WithContext(in.tools_path);
+  FGEMMA_TRY(ToolChoice choice, ParseToolChoice(Json(in.tool_choice), chat->tools));
+  return CallRequest{std::move(chat).value(), std::move(choice)};
 }
 
 }  // namespace fgemma::cli

@@ -1,4 +1,4 @@
-// Shared by `fgemma call` and `fgemma demo`: building a request and printing an outcome.
+// Shared by `fgemma call` and `fgemma demo`: building a call request from the command line.
 #pragma once
 
 #include <string>
@@ -14,8 +14,8 @@ struct CallInputs {
   std::string tool_choice = "auto";
 };
 
-// Reads tools (an array, or an object with "tools") and builds {tools, messages}.
-Result<ChatRequest> BuildCallRequest(const CallInputs& in);
-Result<ToolChoice> ParseToolChoiceArg(const std::string& arg, const std::vector<Tool>& tools);
+// Reads tools (an array, or an object with "tools") and builds the request: {tools, messages} and
+// the tool_choice (no limits: the CLI runs each call to the end of its turn).
+Result<CallRequest> BuildCallRequest(const CallInputs& in);
 
 }  // namespace fgemma::cli

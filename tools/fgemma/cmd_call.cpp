@@ -5,7 +5,7 @@
 #include "call_common.h"
 #include "command.h"
 #include "runtime/follow_text.h"
-#include "runtime/model_files.h"
+#include "runtime/loaded_model.h"
 
 namespace fgemma::cli {
 namespace {
@@ -22,27 +22,22 @@ struct CallArgs {
 int RunCall(const CallArgs& a) {
   auto request = BuildCallRequest(a.in);
   if (!request.ok()) return Fail(request.status().ToString());
-  auto choice = ParseToolChoiceArg(a.in.tool_choice, request->tools);
-  if (!choice.ok()) return Fail(choice.status().ToString());
-  auto tmpl = LoadTemplateFor(a.model);
-  if (!tmpl.ok()) return Fail(tmpl.status().ToString());
-  auto model = Model::Load(a.model);
-  if (!model.ok()) return Fail(model.status().ToString());
-  auto tokenizer = LoadTokenizerFor(a.model, a.tokenizer);
-  if (!tokenizer.ok()) return Fail(tokenizer.status().ToString());
+  LoadOptions lo;
+  lo.tokenizer_path = a.tokenizer;
+  auto loaded = LoadModel(a.model, lo);
+  if (!loaded.ok()) return Fail(loaded.status().ToString());
   FunctionCallerOptions fo;
   fo.threads = a.threads;
   fo.cache_path = a.cache;
-  fo.template_kind = tmpl->kind;
   fo.decoding.restricted_head = !a.no_restricted_head;
   fo.decoding.jump_forward = !a.no_jump_forward;
-  auto caller = FunctionCaller::Create(std::shared_ptr<const Model>(std::move(model).value()), std::move(tokenizer).value(), fo);
+  auto caller = FunctionCaller::Create(loaded.value(), fo);
   if (!caller.ok()) return Fail(caller.status().ToString());
   std::optional<FollowText> follow;
   if (!a.follow.empty()) caller.value()->set_choice_hook(&follow.emplace(caller.value()->constraint_vocab(), a.follow));
   int rc = 0;
   for (size_t i = 0; i < std::max<size_t>(1, a.repeat); ++i) {
-    auto outcome = caller.value()->Call(request.value(), choice.value());
+    auto outcome = caller.value()->Call(request.value());
     for (const auto& w : caller.value()->TakeWarnings()) std::fprintf(stderr, "fgemma: warning: %s\n", w.c_str());
     if (!outcome.ok()) return Fail(outcome.status().ToString());
     std::printf("%s\n", CallOutcomeToJson(outcome.value()).dump().c_str());

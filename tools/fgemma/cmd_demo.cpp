@@ -7,7 +7,7 @@
 #include "call_common.h"
 #include "command.h"
 #include "model/synth.h"
-#include "runtime/model_files.h"
+#include "runtime/loaded_model.h"
 #include "util/mapped_file.h"
 #include "util/process_stats.h"
 
@@ -57,24 +57,25 @@ int RunDemo(const DemoArgs& a) {
   CallInputs in;
   in.tools_path = AssetsRoot() + "/examples/smart-home/tools.json";
   in.utterance = a.utterance;
+  in.tool_choice = "required";
   auto request = BuildCallRequest(in);
   if (!request.ok()) return Fail(request.status().ToString());
-  auto model = Model::Load(model_dir);
-  if (!model.ok()) return Fail(model.status().ToString());
-  auto tokenizer = LoadTokenizerFor(model_dir, AssetsRoot() + "/assets/functiongemma/tokenizer.json");
-  if (!tokenizer.ok()) return Fail(tokenizer.status().ToString());
+  LoadOptions lo;
+  lo.tokenizer_path = AssetsRoot() + "/assets/functiongemma/tokenizer.json";  // the synthesized model has none
+  auto loaded = LoadModel(model_dir, lo);
+  if (!loaded.ok()) return Fail(loaded.status().ToString());
   FunctionCallerOptions fo;
   fo.threads = a.threads;
   fo.cache_path = cache + "/smart-home.kvcache";
-  auto caller = FunctionCaller::Create(std::shared_ptr<const Model>(std::move(model).value()), std::move(tokenizer).value(), fo);
+  auto caller = FunctionCaller::Create(loaded.value(), fo);
   if (!caller.ok()) return Fail(caller.status().ToString());
 
   std::printf("NOTE: this model has random weights (synthesized from SYNTH.md in FunctionGemma-270M's exact shape).\n"
               "      The call below is valid by construction (constrained decoding) but its content is noise;\n"
               "      only the real checkpoint gives meaningful calls. See README: \"Running the real model\".\n\n");
-  std::printf("tools:     %s (%zu functions)\nutterance: %s\n\n", in.tools_path.c_str(), request->tools.size(), a.utterance.c_str());
+  std::printf("tools:     %s (%zu functions)\nutterance: %s\n\n", in.tools_path.c_str(), request->chat.tools.size(), a.utterance.c_str());
   for (const char* label : {"first request", "second request"}) {
-    auto outcome = caller.value()->Call(request.value(), ToolChoice{ToolChoiceMode::kRequired, ""});
+    auto outcome = caller.value()->Call(request.value());
     for (const auto& w : caller.value()->TakeWarnings()) std::fprintf(stderr, "fgemma: warning: %s\n", w.c_str());
     if (!outcome.ok()) return Fail(outcome.status().ToString());
     const CallTiming& t = outcome->timing;

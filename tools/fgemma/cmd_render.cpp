@@ -6,7 +6,7 @@
 #include "chat/request.h"
 #include "chat/template_id.h"
 #include "command.h"
-#include "runtime/model_files.h"
+#include "runtime/loaded_model.h"
 #include "util/mapped_file.h"
 
 namespace fgemma::cli {

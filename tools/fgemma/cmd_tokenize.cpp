@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "command.h"
-#include "runtime/model_files.h"
+#include "runtime/loaded_model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/json.h"
 
