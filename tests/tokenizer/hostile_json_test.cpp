@@ -117,7 +117,7 @@ TEST(TokenizerHostile, DeepNestingIsRefusedWithTheOffset) {
   ExpectRefused(LoadText(WithMember("\"normalizer\":" + nested)), ErrorCode::kCorruptFile,
                 "normalizer: byte 141: JSON nested deeper than 128 levels");
   ExpectRefused(LoadText("{\"model\":{\"dropout\":" + nested + "}}"), ErrorCode::kCorruptFile,
-                "model.dropout: byte 147: JSON nested deeper than 128 levels");
+                "model.dropout: byte 146: JSON nested deeper than 128 levels");
   ExpectRefused(LoadText("{\"added_tokens\":[{\"x\":" + nested + "}]}"), ErrorCode::kCorruptFile,
                 "JSON nested deeper than 128 levels");
   // Unclosed, and objects rather than arrays.

@@ -77,7 +77,7 @@ TEST(JsonDepth, FilesNameTheirPath) {
   ASSERT_TRUE(WriteStringToFile(path, "{\"x\":" + Nested(200000) + "}").ok());
   auto r = ReadJsonFile(path);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), path + ": JSON nested deeper than 128 levels at byte 133");
+  EXPECT_EQ(r.status().message(), path + ": JSON nested deeper than 128 levels at byte 132");
   ASSERT_TRUE(WriteStringToFile(path, "{\"x\":" + Nested(10) + "}").ok());
   EXPECT_TRUE(ReadJsonFile(path).ok());
   EXPECT_FALSE(ReadJsonFile(path, 10).ok());
