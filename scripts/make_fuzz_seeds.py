@@ -118,6 +118,42 @@ put("parse_call", "text.txt", "Sure, here it is.<end_of_turn>")
 put("parse_call", "two.txt", "<start_function_call>call:noop{}<end_function_call><start_function_call>call:x{a:<escape>"
     "unterminated")
 
+# Hostile JSON: nesting far past the parsers' depth limit (util/json.h, 128), which used to overflow
+# the stack in recursive code after the parse, and members of the wrong type, which used to escape
+# as nlohmann exceptions. One seed per corpus is 100,000 deep (unclosed, ~100 KB); the rest are
+# 10,000 deep and closed, so mutations can reach the text after them.
+def deep(n, closed=True):
+    return "[" * n + ("]" * n if closed else "")
+
+
+user = '{"role":"user","content":"hi"}'
+put("request", "deep-messages.json", b"\x00" + ('{"messages":' + deep(100000, closed=False)).encode())
+put("request", "deep-tool-choice.json", b"\x02" + ('{"model":"m","tool_choice":' + deep(10000) + ',"messages":[' + user + ']}').encode())
+put("request", "deep-tool-extra-key.json",
+    b"\x02" + ('{"model":"m","tools":[{"type":"function","function":{"name":"f","x":' + deep(10000) + '}}],"messages":['
+               + user + ']}').encode())
+put("request", "deep-tool-content.json",
+    b"\x01" + ('{"messages":[' + user + ',{"role":"tool","name":"f","content":' + deep(10000) + '}]}').encode())
+put("request", "wrong-type-tool-part.json",
+    b"\x02" + json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"},
+                                                    {"role": "tool", "name": "f", "content": [{"type": 5}]}]}).encode())
+put("request", "wrong-type-user-part.json",
+    b"\x00" + json.dumps({"messages": [{"role": "user", "content": [{"type": 5}, {"type": "text", "text": []}]}]}).encode())
+put("schema", "deep-tools.json", '[{"type":"function","function":{"name":"f","parameters":' + deep(100000, closed=False))
+put("schema", "deep-parameters.json", '{"type":"object","properties":{"a":' + deep(10000) + '}}')
+put("schema", "wrong-type.json", json.dumps([{"type": "function", "function": {"name": "f", "parameters": {
+    "type": "object", "properties": {"a": {"type": 5}, "b": {"type": "string", "enum": [1]}}, "required": [5]}}},
+    {"type": 5, "function": {"name": 5}}]))
+put("tokenizer_json", "deep-extra.json", '{"extra":' + deep(100000, closed=False))
+put("tokenizer_json", "deep-normalizer.json",
+    json.dumps(dict(tok, normalizer=None), ensure_ascii=False).replace('"normalizer": null', '"normalizer": ' + deep(10000)))
+put("tokenizer_json", "wrong-type-normalizer.json", json.dumps(dict(tok, normalizer=dict(tok["normalizer"], type=5)), ensure_ascii=False))
+put("tokenizer_json", "wrong-type-pre-tokenizer.json",
+    json.dumps(dict(tok, pre_tokenizer=dict(tok["pre_tokenizer"], type=True, invert="no")), ensure_ascii=False))
+put("tokenizer_json", "wrong-type-decoder.json",
+    json.dumps(dict(tok, decoder={"type": "Sequence", "decoders": [{"type": []}, {"type": "ByteFallback"}]},
+                    post_processor={"single": [{"SpecialToken": {"id": 5}}]}), ensure_ascii=False))
+
 # Catalog caches: mode byte 1 = payload wrapped in a valid header (positions = second byte; 2
 # positions of tiny-mqa: 8 layers x K,V x 2 rows x 32 floats); mode 0 = raw file bytes.
 put("catalog_cache", "valid-2pos.bin", b"\x01\x02" + bytes(8 * 2 * 2 * 32 * 4))

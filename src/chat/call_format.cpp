@@ -46,19 +46,22 @@ Status Append(const OrderedJson* value, bool escape_keys, int depth, std::string
   return Status::Ok();
 }
 
-// Checks that the model-side syntax of `value` parses back to `value`.
-Status CheckRepresentable(const Json& value, const std::string& path) {
+// Checks that the model-side syntax of `value` parses back to `value`. It runs before the value is
+// copied into an OrderedJson (a recursive copy), so it is also where the depth of a value built by
+// the caller, not parsed with a limit, is refused: Append would refuse it anyway, after the copy.
+Status CheckRepresentable(const Json& value, const std::string& path, int depth) {
+  if (depth > kMaxDepth) return InvalidArgument(path + ": value nested deeper than " + std::to_string(kMaxDepth) + " levels");
   if (value.is_string()) {
     if (value.get_ref<const std::string&>().find(kEscape) != std::string::npos)
       return InvalidArgument(path + ": string contains \"<escape>\", which the call syntax cannot quote");
   } else if (value.is_number_float()) {
     if (!std::isfinite(value.get<double>())) return InvalidArgument(path + ": non-finite number");
   } else if (value.is_array()) {
-    for (size_t i = 0; i < value.size(); ++i) FGEMMA_RETURN_IF_ERROR(CheckRepresentable(value[i], FieldPath(path, i)));
+    for (size_t i = 0; i < value.size(); ++i) FGEMMA_RETURN_IF_ERROR(CheckRepresentable(value[i], FieldPath(path, i), depth + 1));
   } else if (value.is_object()) {
     for (const auto& [key, member] : value.items()) {
       if (!IsPlainName(key)) return InvalidArgument(FieldPath(path, key) + ": key cannot be written unquoted in a call");
-      FGEMMA_RETURN_IF_ERROR(CheckRepresentable(member, FieldPath(path, key)));
+      FGEMMA_RETURN_IF_ERROR(CheckRepresentable(member, FieldPath(path, key), depth + 1));
     }
   }
   return Status::Ok();
@@ -85,7 +88,7 @@ Status AppendFormattedArgument(const OrderedJson* value, bool escape_keys, std::
 
 Result<std::string> FormatCallArguments(const Json& arguments) {
   if (!arguments.is_object()) return InvalidArgument(std::string("arguments: must be an object, got ") + JsonKindName(arguments));
-  FGEMMA_RETURN_IF_ERROR(CheckRepresentable(arguments, "arguments"));
+  FGEMMA_RETURN_IF_ERROR(CheckRepresentable(arguments, "arguments", 0));
   const OrderedJson ordered(arguments);
   std::string out;
   FGEMMA_RETURN_IF_ERROR(Append(&ordered, /*escape_keys=*/false, 0, &out));

@@ -2,11 +2,12 @@
 
 namespace fgemma {
 
-Result<OrderedJson> ParseOrderedJson(std::string_view text, const std::string& what) {
+Result<OrderedJson> ParseOrderedJson(std::string_view text, const std::string& what, int max_depth) {
+  FGEMMA_RETURN_IF_ERROR(CheckJsonDepth(text, what, max_depth));
   OrderedJson j = OrderedJson::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (!j.is_discarded()) return j;
   // Malformed: the util parser words the error (with the byte offset) the way the rest of fgemma does.
-  auto plain = ParseJson(text, what);
+  auto plain = ParseJson(text, what, max_depth);
   return plain.ok() ? InvalidArgument(what + ": malformed JSON") : plain.status();
 }
 

@@ -16,7 +16,10 @@ using OrderedJson = nlohmann::ordered_json;
 
 // Parses `text` keeping key order; `what` names the source in the error ("request.json: malformed
 // JSON at byte 17: ..."). Like Python's json, a repeated key keeps its first position and last value.
-Result<OrderedJson> ParseOrderedJson(std::string_view text, const std::string& what);
+// Text nested deeper than `max_depth` is refused before parsing, as by ParseJson (util/json.h): the
+// renderer, schema parser and dump() recurse over the result, and rely on that bound.
+Result<OrderedJson> ParseOrderedJson(std::string_view text, const std::string& what,
+                                     int max_depth = kDefaultJsonMaxDepth);
 
 // "string", "integer", "number", "boolean", "array", "object" or "null": for error messages.
 const char* JsonKindName(const OrderedJson& value);

@@ -49,7 +49,7 @@ Result<Tool> ParseTool(const OrderedJson& j, const std::string& path) {
     const std::string ppath = fpath + ".parameters";
     FGEMMA_TRY(tool.parameters, ParseSchema(*params_it, ppath));
     if (tool.parameters.type != SchemaType::kObject)
-      return InvalidArgument(ppath + ".type: must be \"object\", got '" + params_it->at("type").get<std::string>() + "'");
+      return InvalidArgument(ppath + ".type: must be \"object\", got '" + SchemaTypeName(tool.parameters.type) + "'");
   }
   return tool;
 }
@@ -181,6 +181,30 @@ Result<Message> ParseMessage(const OrderedJson& j, const std::string& path) {
   return m;
 }
 
+// In a chat-completions body an element of a tool message's content with a `type` is a content part:
+// its type must be a string, and a text part's text a string. (Without this, {"type":5} would pass
+// as a tool response object; other parts are left for ParseToolContent.) Every member is checked
+// before it is read: nlohmann's value("type", "") throws on {"type":5}.
+Status CheckContentPartTypes(const OrderedJson& part, const std::string& path) {
+  if (!part.is_object()) return Status::Ok();
+  const auto type = part.find("type");
+  if (type == part.end()) return Status::Ok();
+  if (!type->is_string()) return InvalidArgument(path + ".type: must be a string, got " + JsonKindName(*type));
+  if (*type != "text") return Status::Ok();
+  const auto text = part.find("text");
+  if (text == part.end() || !text->is_string())
+    return InvalidArgument(path + ".text: must be a string, got " + (text == part.end() ? "nothing" : JsonKindName(*text)));
+  return Status::Ok();
+}
+
+// {"type":"text","text":"..."}, with both members strings.
+bool IsTextPart(const OrderedJson& part) {
+  if (!part.is_object()) return false;
+  const auto type = part.find("type");
+  const auto text = part.find("text");
+  return type != part.end() && type->is_string() && *type == "text" && text != part.end() && text->is_string();
+}
+
 // The chat-completions conventions the template does not understand, rewritten into the shapes it
 // does (see RequestFormat::kOpenAI).
 Status ConvertOpenAIMessages(OrderedJson* messages) {
@@ -212,8 +236,10 @@ Status ConvertOpenAIMessages(OrderedJson* messages) {
     if (auto content = m.find("content"); content != m.end() && content->is_array()) {
       std::string joined;
       bool all_text = !content->empty();
-      for (const auto& part : *content) {
-        all_text = all_text && part.is_object() && part.value("type", "") == "text" && part.contains("text") && part["text"].is_string();
+      for (size_t p = 0; p < content->size(); ++p) {
+        const OrderedJson& part = (*content)[p];
+        FGEMMA_RETURN_IF_ERROR(CheckContentPartTypes(part, FieldPath(path + ".content", p)));
+        all_text = all_text && IsTextPart(part);
         if (all_text) joined += part["text"].get<std::string>();
       }
       if (all_text) *content = joined;

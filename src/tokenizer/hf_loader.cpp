@@ -287,8 +287,12 @@ int32_t FindBos(const Json& post, const TokenizerModel& m) {
   if (post.is_object() && post.contains("single") && post["single"].is_array() && !post["single"].empty()) {
     const Json& first = post["single"][0];
     if (first.is_object() && first.contains("SpecialToken") && first["SpecialToken"].is_object()) {
-      const std::string name = first["SpecialToken"].value("id", "");
-      if (const int32_t id = m.Find(name); id >= 0) return id;
+      // Not value("id", ""): that throws when the member is there with another type.
+      const Json& special = first["SpecialToken"];
+      const auto id_it = special.find("id");
+      if (id_it != special.end() && id_it->is_string()) {
+        if (const int32_t id = m.Find(id_it->get<std::string>()); id >= 0) return id;
+      }
     }
   }
   return m.Find("<bos>");

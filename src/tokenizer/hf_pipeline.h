@@ -1,5 +1,6 @@
 // The pipeline sections of a tokenizer.json (normalizer, pre_tokenizer, decoder): kUnsupported, naming
-// the section and step, unless they describe SentencePiece-style BPE as this tokenizer implements it.
+// the section and step, unless they describe SentencePiece-style BPE as this tokenizer implements it;
+// kCorruptFile when a step's `type` is not a string ("normalizer.type: expected a string, got a number").
 #pragma once
 
 #include <string>

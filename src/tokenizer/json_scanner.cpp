@@ -7,8 +7,6 @@
 namespace fgemma::tokenizer_internal {
 namespace {
 
-constexpr int kMaxDepth = 256;  // deeper nesting is no tokenizer.json; refuse rather than recurse on
-
 bool IsWhitespace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
@@ -194,14 +192,22 @@ Status JsonScanner::SkipNumber() {
   return Status::Ok();
 }
 
-Status JsonScanner::SkipValueAt(int depth) {
-  if (depth > kMaxDepth) return Error("nesting deeper than " + std::to_string(kMaxDepth));
+Status JsonScanner::Open(char bracket) {
+  if (Peek() == bracket && depth_ >= max_depth_)
+    return Error("JSON nested deeper than " + std::to_string(max_depth_) + " levels");
+  FGEMMA_RETURN_IF_ERROR(Expect(bracket));
+  ++depth_;
+  return Status::Ok();
+}
+
+// Recurses once per level of nesting, which Open bounds (max_depth_).
+Status JsonScanner::SkipValue() {
   const char c = Peek();
   std::string scratch;
   switch (c) {
     case '"': return ReadString(scratch);
-    case '{': return ForEachMember([&](const std::string&) { return SkipValueAt(depth + 1); });
-    case '[': return ForEachElement([&](size_t) { return SkipValueAt(depth + 1); });
+    case '{': return ForEachMember([&](const std::string&) { return SkipValue(); });
+    case '[': return ForEachElement([&](size_t) { return SkipValue(); });
     case 't':
     case 'f': {
       bool ignored;
@@ -219,8 +225,6 @@ Status JsonScanner::SkipValueAt(int depth) {
       return Error(std::string("expected a value, found '") + c + "'");
   }
 }
-
-Status JsonScanner::SkipValue() { return SkipValueAt(0); }
 
 Status JsonScanner::RawValue(std::string_view& out) {
   Peek();

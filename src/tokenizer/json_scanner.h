@@ -10,13 +10,15 @@
 #include <string>
 #include <string_view>
 
+#include "util/json.h"
 #include "util/status.h"
 
 namespace fgemma::tokenizer_internal {
 
 class JsonScanner {
  public:
-  JsonScanner(std::string_view text, std::string what) : text_(text), what_(std::move(what)) {}
+  JsonScanner(std::string_view text, std::string what, int max_depth = kDefaultJsonMaxDepth)
+      : text_(text), what_(std::move(what)), max_depth_(max_depth) {}
 
   // Names the field being read in later error messages ("model.vocab").
   void set_field(std::string field) { field_ = std::move(field); }
@@ -37,9 +39,32 @@ class JsonScanner {
   Status ExpectEnd();
 
   // Reads an object; `on_member(key)` must consume the member's value. Returns its first error.
+  // Containers deeper than `max_depth` (counted from the document's top) are refused when opened.
   template <typename F>
   Status ForEachMember(F&& on_member) {
-    FGEMMA_RETURN_IF_ERROR(Expect('{'));
+    FGEMMA_RETURN_IF_ERROR(Open('{'));
+    const Status status = Members(on_member);
+    --depth_;
+    return status;
+  }
+
+  // Reads an array; `on_element(index)` must consume each element.
+  template <typename F>
+  Status ForEachElement(F&& on_element) {
+    FGEMMA_RETURN_IF_ERROR(Open('['));
+    const Status status = Elements(on_element);
+    --depth_;
+    return status;
+  }
+
+ private:
+  // Expects `bracket` and enters one more level of nesting, refusing it past max_depth_. The depth
+  // is kept here, where every container is opened, because SkipValue recurses through
+  // ForEachMember/ForEachElement: this bound is what keeps a hostile file from overflowing the stack.
+  Status Open(char bracket);
+
+  template <typename F>
+  Status Members(F& on_member) {
     if (Peek() == '}') return Expect('}');
     std::string key;
     for (;;) {
@@ -54,10 +79,8 @@ class JsonScanner {
     }
   }
 
-  // Reads an array; `on_element(index)` must consume each element.
   template <typename F>
-  Status ForEachElement(F&& on_element) {
-    FGEMMA_RETURN_IF_ERROR(Expect('['));
+  Status Elements(F& on_element) {
     if (Peek() == ']') return Expect(']');
     for (size_t index = 0;; ++index) {
       FGEMMA_RETURN_IF_ERROR(on_element(index));
@@ -69,8 +92,6 @@ class JsonScanner {
     }
   }
 
- private:
-  Status SkipValueAt(int depth);
   Status SkipNumber();
   Status ReadEscape(std::string& out);
   Status ReadHex4(uint32_t& out);
@@ -79,6 +100,8 @@ class JsonScanner {
   std::string what_;
   std::string field_;
   size_t pos_ = 0;
+  int max_depth_;
+  int depth_ = 0;  // containers open around the current position
 };
 
 }  // namespace fgemma::tokenizer_internal

@@ -55,7 +55,11 @@ int RunRender(const RenderArgs& a) {
     auto body = ParseOrderedJson(*text, a.request);
     if (!body.ok()) return Fail(body.status().ToString());
     if (!body->is_object()) return Fail(a.request + ": must be a JSON object");
-    options.add_generation_prompt = body->value("add_generation_prompt", true) && !a.no_generation_prompt;
+    // Checked before it is read: value("add_generation_prompt", true) throws on a non-boolean.
+    auto agp = body->find("add_generation_prompt");
+    if (agp != body->end() && !agp->is_boolean())
+      return Fail(a.request + ": add_generation_prompt: must be a boolean, got " + JsonKindName(*agp));
+    options.add_generation_prompt = (agp == body->end() || agp->get<bool>()) && !a.no_generation_prompt;
     auto parts = RenderTemplateJson(body->value("tools", OrderedJson()), body->value("messages", OrderedJson()), options);
     if (!parts.ok()) return Fail(parts.status().WithContext(a.request).ToString());
     prompt = parts->prefix + parts->remainder;
