@@ -47,6 +47,12 @@ write_basic_package_version_file("${PROJECT_BINARY_DIR}/fgemmaConfigVersion.cmak
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES "${PROJECT_BINARY_DIR}/fgemmaConfig.cmake" "${PROJECT_BINARY_DIR}/fgemmaConfigVersion.cmake"
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fgemma)
+# The way up from <libdir>/pkgconfig to the prefix: it depends only on the relative libdir, not on
+# the prefix chosen at install time.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  message(FATAL_ERROR "fgemma.pc: CMAKE_INSTALL_LIBDIR must be relative to the prefix, got ${CMAKE_INSTALL_LIBDIR}")
+endif()
+file(RELATIVE_PATH FGEMMA_PC_PREFIX_FROM_PCDIR "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file("${CMAKE_CURRENT_LIST_DIR}/fgemma.pc.in" "${PROJECT_BINARY_DIR}/fgemma.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/fgemma.pc" DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 

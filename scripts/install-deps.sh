@@ -2,7 +2,8 @@
 # Installs the Debian packages fgemma builds and tests with. Idempotent; needs root (or sudo).
 set -euo pipefail
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev nlohmann-json3-dev
-          libcli11-dev libcpp-httplib-dev python3)
+          libcli11-dev libcpp-httplib-dev python3 pkg-config
+          python3-pytest python3-pip default-jdk-headless junit4)  # the bindings (bindings/)
 # FGEMMA_CROSS=1 / FGEMMA_FUZZ=1 (as scripts/test.sh): the cross stage (cross compilers that coexist in
 # Debian 12 -- not g++-multilib, which removes them --, qemu-user, googletest sources), the fuzz stage
 # (clang with libFuzzer) and the valgrind stage.

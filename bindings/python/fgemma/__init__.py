@@ -1,0 +1,22 @@
+"""fgemma: FunctionGemma on device, from Python (ctypes over libfgemma's C API).
+
+    import fgemma
+    with fgemma.Model.load("functiongemma-270m-it-q8_0.gguf") as model, \\
+         fgemma.FunctionCaller(model, tools) as caller:
+        print(caller.call("turn on the kitchen lights")["message"]["tool_calls"])
+"""
+from ._native import ABI_VERSION
+from .caller import DEFAULT_PREAMBLE, FunctionCaller, to_openai_message
+from .errors import FgemmaError
+from .model import Model
+from . import evaluation
+
+__all__ = ["Model", "FunctionCaller", "FgemmaError", "evaluation", "version", "DEFAULT_PREAMBLE", "ABI_VERSION",
+           "to_openai_message"]
+__version__ = "0.1.0"
+
+
+def version():
+    """The loaded library's version string."""
+    from . import _native
+    return _native.lib().fgemma_version().decode()
