@@ -1,0 +1,101 @@
+package dev.fgemma;
+
+/** Turns utterances into calls of one tool catalog (constrained decoding, a catalog cache in memory
+ * and optionally in a file). One call at a time (calls from several threads wait for each other);
+ * cancel() works from any thread. Close it after use; a closed caller throws, never crashes. */
+public final class FunctionCaller implements AutoCloseable {
+  /** The developer turn written before an utterance (FunctionGemma's own preamble). */
+  public static final String DEFAULT_PREAMBLE =
+      "You are a model that can do function calling with the following functions";
+
+  /** Options; start from the defaults. */
+  public static final class Params {
+    public String cachePath;          // catalog cache file; null: memory only
+    public int contextLength = 4096;  // positions
+    public int threads = 0;           // 0: all cores
+    public int maxTokens = 0;         // 0: only the grammar's bounds
+    public double timeBudgetMs = 0;   // 0: none
+  }
+
+  private final Model model;
+  private final byte[] tools;
+  private final Object callLock = new Object();
+  private final Object stateLock = new Object();
+  private long handle;
+
+  /** toolsJson: a JSON array of {"type":"function","function":{...}} (or {"tools":[...]}). */
+  public FunctionCaller(Model model, String toolsJson, Params params) {
+    if (model == null) throw new FgemmaException(FgemmaException.INVALID_ARGUMENT, "model: null");
+    if (toolsJson == null) throw new FgemmaException(FgemmaException.INVALID_ARGUMENT, "tools: null");
+    Params p = params == null ? new Params() : params;
+    if (p.contextLength < 0 || p.threads < 0 || p.maxTokens < 0 || !(p.timeBudgetMs >= 0))
+      throw new FgemmaException(FgemmaException.INVALID_ARGUMENT,
+          "params: contextLength, threads, maxTokens and timeBudgetMs must not be negative");
+    this.model = model;
+    this.tools = Native.utf8(toolsJson);
+    long m = model.acquire();
+    try {
+      handle = Native.callerNew(m, Native.utf8(p.cachePath), p.contextLength, p.threads, p.maxTokens,
+          p.timeBudgetMs);
+    } catch (RuntimeException e) {
+      model.release();
+      throw e;
+    }
+  }
+
+  public FunctionCaller(Model model, String toolsJson) {
+    this(model, toolsJson, null);
+  }
+
+  private long live() {
+    if (handle == 0) throw new FgemmaException(FgemmaException.INVALID_ARGUMENT, "the function caller is closed");
+    return handle;
+  }
+
+  /** One call for an utterance, after FunctionGemma's developer preamble. toolChoice: "auto" (or
+   * null), "required", "none" or a function name. */
+  public CallResult call(String utterance, String toolChoice, TokenListener listener) {
+    if (utterance == null) throw new FgemmaException(FgemmaException.INVALID_ARGUMENT, "utterance: null");
+    String messages = "[{\"role\":\"developer\",\"content\":" + Json.write(DEFAULT_PREAMBLE)
+        + "},{\"role\":\"user\",\"content\":" + Json.write(utterance) + "}]";
+    return callMessages(messages, toolChoice, listener);
+  }
+
+  public CallResult call(String utterance) {
+    return call(utterance, null, null);
+  }
+
+  /** One call for a JSON array of chat messages (OpenAI or template shape). */
+  public CallResult callMessages(String messagesJson, String toolChoice, TokenListener listener) {
+    if (messagesJson == null) throw new FgemmaException(FgemmaException.INVALID_ARGUMENT, "messages: null");
+    synchronized (callLock) {
+      long h;
+      synchronized (stateLock) {
+        h = live();
+      }
+      byte[] json = Native.callerCall(h, tools, Native.utf8(messagesJson), Native.utf8(toolChoice), listener);
+      return new CallResult(Native.string(json));
+    }
+  }
+
+  /** Cancels the call in progress (it throws FgemmaException CANCELLED) or, if none, the next one. */
+  public void cancel() {
+    synchronized (stateLock) {
+      Native.callerCancel(live());
+    }
+  }
+
+  /** Frees the caller, waiting for a call in progress. Closing twice is harmless. */
+  @Override
+  public void close() {
+    synchronized (callLock) {
+      synchronized (stateLock) {
+        if (handle != 0) {
+          Native.callerFree(handle);
+          handle = 0;
+          model.release();
+        }
+      }
+    }
+  }
+}
