@@ -24,6 +24,9 @@ target_include_directories(fgemma_cross_hwy SYSTEM PUBLIC "${_host_inc}")
 target_compile_definitions(fgemma_cross_hwy PUBLIC HWY_COMPILE_ONLY_STATIC=1)
 add_library(hwy::hwy ALIAS fgemma_cross_hwy)
 
+if(NOT FGEMMA_BUILD_TESTS)  # an app's build (e.g. the Android NDK) needs no GoogleTest
+  return()
+endif()
 set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
 set(BUILD_GMOCK ON CACHE BOOL "" FORCE)
 add_subdirectory(/usr/src/googletest "${CMAKE_BINARY_DIR}/googletest" EXCLUDE_FROM_ALL)

@@ -3,10 +3,10 @@
 # `fgemma serve`, and the tests that need these targets.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
-find_package(PkgConfig REQUIRED)
 # Cross builds (FGEMMA_CROSS_DEPS) test the engine, the C API and the CLI; the HTTP server needs the
 # target's cpp-httplib and OpenSSL, which the host's Debian packages do not provide.
 if(NOT FGEMMA_CROSS_DEPS)
+  find_package(PkgConfig REQUIRED)
   pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 endif()
 
@@ -16,12 +16,16 @@ file(GLOB fgemma_capi_sources CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/src/capi/
 add_library(fgemma_shared SHARED ${fgemma_capi_sources})
 set_target_properties(fgemma_shared PROPERTIES
   OUTPUT_NAME fgemma
-  VERSION ${PROJECT_VERSION}
-  SOVERSION 1
   C_VISIBILITY_PRESET hidden
   CXX_VISIBILITY_PRESET hidden
   VISIBILITY_INLINES_HIDDEN ON
   LINK_DEPENDS "${CMAKE_CURRENT_LIST_DIR}/fgemma.map")
+# An APK packs lib*.so files only and Android's loader finds a library by its file name: no versioned
+# SONAME there (FGEMMA_UNVERSIONED_SONAME shows the same on any toolchain).
+option(FGEMMA_UNVERSIONED_SONAME "libfgemma.so without a versioned SONAME (Android)" ${ANDROID})
+if(NOT FGEMMA_UNVERSIONED_SONAME)
+  set_target_properties(fgemma_shared PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION 1)
+endif()
 target_compile_definitions(fgemma_shared PRIVATE FGEMMA_BUILDING_LIBRARY)
 target_include_directories(fgemma_shared
   PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>

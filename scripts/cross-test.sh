@@ -10,7 +10,8 @@
 # are left out (a test spawning the CLI would need binfmt_misc); on i386 everything in the binaries
 # runs natively, or under qemu-i386 like Arm when the kernel cannot exec 32-bit x86 binaries.
 # Needs: g++-i686-linux-gnu g++-arm-linux-gnueabihf g++-aarch64-linux-gnu qemu-user googletest
-# (scripts/install-deps.sh with FGEMMA_CROSS=1).
+# (scripts/install-deps.sh with FGEMMA_CROSS=1). On Arm it also builds the JNI library of
+# bindings/java for the target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -37,6 +38,18 @@ for arch in "${archs[@]}"; do
   [ "${run[*]-}" = "" ] && cli=(fgemma)
   cmake --build "$dir" -j "$jobs" --target "${cli[@]}" fgemma_core_tests fgemma_tokenizer_tests fgemma_chat_tests \
     fgemma_kernels_tests fgemma_util_tests
+  # The JNI library an Android app ships per ABI (bindings/java), when the host has a JDK's headers:
+  # it must build for the target (its behaviour is tested on the host JVM by the native build).
+  if [[ "$arch" == arm* || "$arch" == aarch64 ]] && cmake --build "$dir" --target help | grep -q '^fgemma_jni:'; then
+    cmake --build "$dir" -j "$jobs" --target fgemma_jni
+    jni="$dir/bindings/java/libfgemma_jni.so"
+    machine=$(readelf -h "$jni" | sed -n 's/^ *Machine: *//p')
+    echo "== $arch: JNI library built: $jni ($machine)"
+    case "$arch:$machine" in
+      aarch64:AArch64|arm*:ARM) ;;
+      *) echo "== $arch: $jni is for '$machine'" >&2; failed+=("$arch/jni") ;;
+    esac
+  fi
   if ((${#run[@]} == 0)) && ! "$dir/tests/fgemma_kernels_tests" --gtest_list_tests >/dev/null 2>&1; then
     # Kernels built without IA32 emulation (some VMs) cannot exec i386 binaries: emulate them.
     echo "== $arch: this kernel does not run 32-bit x86 executables; testing under qemu-i386"
