@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs a build to a temporary prefix as a user would (`cmake --install BUILD --prefix DIR`), then
 # builds and runs a C consumer with pkg-config and one with find_package(fgemma), both against DIR
-# only, and installs the Python package with pip (offline) and loads the installed library with it.
+# only, installs the Python package with pip (offline) and loads the installed library with it, and
+# runs the Java example against the installed fgemma.jar and libfgemma_jni.so.
 # Usage: check_install.sh BUILD_DIR BINDINGS_DIR FIXTURES_DIR [PYTHON]
 set -euo pipefail
 build="$1" bindings="$2" fixtures="$3" python="${4:-}"
@@ -36,5 +37,14 @@ import sys, fgemma
 with fgemma.Model.load(sys.argv[1]) as m:
     assert len(m.tokenize("turn on the lights")) > 1
 print("python: fgemma", fgemma.version(), "from", fgemma.__file__)' "$fixtures/models/mini-bf16"
+fi
+jar="$(find "$prefix" -name fgemma.jar | head -1)"
+if [ -n "$jar" ] && command -v java >/dev/null; then
+  echo "== java (installed fgemma.jar and libfgemma_jni.so, System.loadLibrary)"
+  [ -e "$libdir/libfgemma_jni.so" ] || { echo "fgemma.jar installed without libfgemma_jni.so in $libdir"; exit 1; }
+  # Java 11's source-file mode runs the README's example against the installed files only.
+  out="$(cd "$work" && LD_LIBRARY_PATH="$libdir" java -Djava.library.path="$libdir" -cp "$jar" \
+    "$bindings/java/examples/CallLights.java" "$fixtures/models/mini-bf16")"
+  case "$out" in *set_lights*) echo "java: ok" ;; *) echo "java example printed: $out"; exit 1 ;; esac
 fi
 echo "install consumers: ok"
