@@ -5,6 +5,7 @@
 # left in $FUZZ_OUT (default /tmp/fgemma-fuzz-out) as crash-*/leak-*/timeout-*. Keep a fixed one as
 # fuzz/corpus/<name>/regress-<what> so every later run replays it.
 # Usage: scripts/fuzz.sh [seconds per target, default 20] [target names... default all]
+# FGEMMA_FUZZ_JOBS fuzzers run at once (default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-20}"
@@ -20,23 +21,33 @@ if ((${#targets[@]} == 0)); then
   done
 fi
 mkdir -p "$out"
-summary=()
-status=0
-for t in "${targets[@]}"; do
-  bin="build/fuzz/fuzz/${t}_fuzzer"
-  scratch="$out/corpus-$t"
+# One fuzzer per core at a time (FGEMMA_FUZZ_JOBS, default 2): CI's budget pays for the wall time.
+parallel="${FGEMMA_FUZZ_JOBS:-2}"
+run_one() {  # runs target $1, writes its one-line result to $out/$1.result
+  local t="$1" bin="build/fuzz/fuzz/${1}_fuzzer" scratch="$out/corpus-$1" log="$out/$1.log" execs
   mkdir -p "$scratch"
-  log="$out/$t.log"
-  echo "== fuzz $t (${seconds}s)"
   if (cd "$out" && "$OLDPWD/$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
         -print_final_stats=1 -artifact_prefix="$out/$t-" "$scratch" "$OLDPWD/fuzz/corpus/$t") >"$log" 2>&1; then
     execs="$(grep -m1 'stat::number_of_executed_units' "$log" | awk '{print $2}')"
-    summary+=("$t: ${execs:-?} executions, no crash")
+    echo "$t: ${execs:-?} executions in ${seconds}s, no crash" >"$out/$t.result"
   else
-    summary+=("$t: FAILED (see $log)")
-    tail -40 "$log"
+    echo "$t: FAILED (see $log)" >"$out/$t.result"
+  fi
+}
+for t in "${targets[@]}"; do
+  rm -f "$out/$t.result"
+  while (($(jobs -rp | wc -l) >= parallel)); do wait -n || true; done
+  echo "== fuzz $t (${seconds}s)"
+  run_one "$t" &
+done
+wait
+status=0
+for t in "${targets[@]}"; do
+  line="$(cat "$out/$t.result" 2>/dev/null || echo "$t: FAILED (no result)")"
+  echo "$line"
+  if [[ "$line" == *FAILED* ]]; then
+    tail -40 "$out/$t.log" || true
     status=1
   fi
 done
-printf '%s\n' "${summary[@]}"
 exit $status

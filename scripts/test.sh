@@ -9,7 +9,7 @@
 #   FGEMMA_CROSS           cross builds and goldens (scripts/cross-test.sh $FGEMMA_CROSS_ARCHS, default
 #                          "i386-sse4 armhf aarch64": one i386 build serves the goldens and the 32-bit
 #                          270m process test, scripts/test-32bit-270m.sh); default: off
-#   FGEMMA_FUZZ            every libFuzzer target for FGEMMA_FUZZ_SECONDS (default 10) each
+#   FGEMMA_FUZZ            every libFuzzer target for FGEMMA_FUZZ_SECONDS (default 60) each, two at a time
 #                          (scripts/fuzz.sh); default: off
 #   FGEMMA_VALGRIND        valgrind memcheck on the C API tests (own build, preset valgrind);
 #                          default: off
@@ -42,6 +42,6 @@ if [ "${FGEMMA_CROSS:-0}" = 1 ]; then
 fi
 if [ "${FGEMMA_FUZZ:-0}" = 1 ]; then
   stage fuzz
-  scripts/fuzz.sh "${FGEMMA_FUZZ_SECONDS:-10}"
+  scripts/fuzz.sh "${FGEMMA_FUZZ_SECONDS:-60}"
 fi
 stage done
