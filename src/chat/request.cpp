@@ -1,5 +1,7 @@
 #include "chat/request.h"
 
+#include <unordered_map>
+
 #include "chat/call_format.h"
 
 namespace fgemma {
@@ -272,7 +274,7 @@ const char* RoleName(Role role) {
   return "?";
 }
 
-const Tool* ChatRequest::FindTool(std::string_view name) const {
+const Tool* ChatRequest::FindTool(std::string_view name) const {  // first declaration wins
   for (const auto& t : tools) {
     if (t.name == name) return &t;
   }
@@ -281,16 +283,19 @@ const Tool* ChatRequest::FindTool(std::string_view name) const {
 
 Result<std::vector<Tool>> ParseTools(const OrderedJson& tools, const std::string& path, std::vector<std::string>* warnings) {
   if (!tools.is_array()) return InvalidArgument(path + ": must be an array of tools, got " + JsonKindName(tools));
+  // Counted before any tool is parsed, so an oversized catalog costs nothing.
+  if (tools.size() > kMaxTools)
+    return OutOfRange(path + ": " + std::to_string(tools.size()) + " functions, the limit is " + std::to_string(kMaxTools));
   std::vector<Tool> out;
+  out.reserve(tools.size());
+  std::unordered_map<std::string, size_t> first_index;  // name -> first declaration (linear, not pairwise)
+  first_index.reserve(tools.size());
   for (size_t i = 0; i < tools.size(); ++i) {
     FGEMMA_TRY(Tool tool, ParseTool(tools[i], FieldPath(path, i)));
-    for (size_t k = 0; k < out.size(); ++k) {
-      if (out[k].name == tool.name && warnings != nullptr) {
-        warnings->push_back(FieldPath(path, i) + ".function.name: '" + tool.name + "' is already declared by " +
-                            FieldPath(path, k) + "; calls are checked against the first declaration");
-        break;
-      }
-    }
+    const auto [it, inserted] = first_index.emplace(tool.name, i);
+    if (!inserted && warnings != nullptr)
+      warnings->push_back(FieldPath(path, i) + ".function.name: '" + tool.name + "' is already declared by " +
+                          FieldPath(path, it->second) + "; calls are checked against the first declaration");
     out.push_back(std::move(tool));
   }
   return out;
@@ -307,10 +312,17 @@ Result<ChatRequest> ParseChatRequest(const OrderedJson& body, RequestFormat form
   auto msgs = body.find("messages");
   if (msgs == body.end()) return InvalidArgument("messages: missing");
   if (!msgs->is_array() || msgs->empty()) return InvalidArgument("messages: must be a non-empty array");
+  if (msgs->size() > kMaxMessages)
+    return OutOfRange("messages: " + std::to_string(msgs->size()) + " messages, the limit is " + std::to_string(kMaxMessages));
   req.messages_json = *msgs;
   if (format == RequestFormat::kOpenAI) FGEMMA_RETURN_IF_ERROR(ConvertOpenAIMessages(&req.messages_json));
+  size_t text_bytes = 0;
   for (size_t i = 0; i < req.messages_json.size(); ++i) {
     FGEMMA_TRY(Message m, ParseMessage(req.messages_json[i], FieldPath("messages", i)));
+    text_bytes += m.text.size();
+    if (text_bytes > kMaxMessageTextBytes)
+      return OutOfRange(FieldPath("messages", i) + ".content: the messages' text reaches " + std::to_string(text_bytes) +
+                        " bytes, the limit is " + std::to_string(kMaxMessageTextBytes));
     req.messages.push_back(std::move(m));
   }
   if (auto it = body.find("add_generation_prompt"); it != body.end()) {
