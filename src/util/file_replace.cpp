@@ -76,7 +76,7 @@ Result<FileReplacement> FileReplacement::Begin(const std::string& target) {
       r.temp_ = std::move(temp);
       return r;
     }
-    if (errno != EEXIST) return IoError(temp + ": cannot create a temporary file for " + target + ": " + std::strerror(errno));
+    if (errno != EEXIST) return IoError(target + ": cannot open for writing (temporary " + temp + "): " + std::strerror(errno));
   }
   return IoError(target + ": cannot create a temporary file beside it (names keep existing)");
 }
