@@ -102,6 +102,18 @@ TEST(HostileMetadata, IntactMiniStillLoads) {
   EXPECT_TRUE(GgufConfigError(MiniWith("intact", "none", [](GgufWriter&) { return Status::Ok(); })).ok());
 }
 
+// The fuzz seeds of scripts/make_fuzz_seeds.py reach ModelConfig::Validate with the errors meant.
+TEST(HostileMetadata, FuzzSeedsAreRefusedNamingTheKey) {
+  const std::string dir = std::string(FGEMMA_SOURCE_DIR) + "/fuzz/corpus/gguf/";
+  EXPECT_TRUE(GgufConfigError(dir + "config-valid.gguf").ok()) << GgufConfigError(dir + "config-valid.gguf").ToString();
+  for (const char* name : {"config-eps-nan.gguf", "config-eps-negative.gguf"}) {
+    Status st = GgufConfigError(dir + name);
+    EXPECT_TRUE(Contains(st.message(), "'" + kEps + "' must be a finite positive number")) << name << ": " << st.ToString();
+  }
+  Status st = GgufConfigError(dir + "config-block-count-max.gguf");
+  EXPECT_TRUE(Contains(st.message(), "'" + kBlocks + "': value 4294967295 is out of range")) << st.ToString();
+}
+
 Json MiniHfConfig() {
   auto c = ConfigByName("mini");
   EXPECT_TRUE(c.ok());
