@@ -70,7 +70,7 @@ Result<FileReplacement> FileReplacement::Begin(const std::string& target) {
   r.target_ = target;
   for (int attempt = 0; attempt < 16; ++attempt) {
     std::string temp = prefix + "." + base + "." + RandomSuffix() + ".tmp";
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);  // umask applies, as with fopen
     if (fd >= 0) {
       r.fd_ = fd;
       r.temp_ = std::move(temp);
