@@ -1,6 +1,7 @@
 #include "chat/request.h"
 
 #include <unordered_map>
+#include <vector>
 
 #include "chat/call_format.h"
 
@@ -261,6 +262,37 @@ Status ConvertOpenAIMessages(OrderedJson* messages) {
   return Status::Ok();
 }
 
+// Bytes of the strings (keys included) in `j`, walked with an explicit stack: a message's arguments
+// or response may be nested as deep as the JSON limit allows, and recursion here is not needed.
+size_t StringBytes(const OrderedJson& j) {
+  size_t bytes = 0;
+  std::vector<const OrderedJson*> stack{&j};
+  while (!stack.empty()) {
+    const OrderedJson* v = stack.back();
+    stack.pop_back();
+    if (v->is_string()) {
+      bytes += v->get_ref<const std::string&>().size();
+    } else if (v->is_object()) {
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        bytes += it.key().size();
+        stack.push_back(&it.value());
+      }
+    } else if (v->is_array()) {
+      for (const auto& e : *v) stack.push_back(&e);
+    }
+  }
+  return bytes;
+}
+
+// What a message contributes to kMaxMessageBytes: its text, its calls' names and arguments, its
+// results' names and structured responses (a string response is the text already).
+size_t MessageBytes(const Message& m) {
+  size_t bytes = m.text.size();
+  for (const ToolCall& c : m.tool_calls) bytes += c.name.size() + StringBytes(c.arguments);
+  for (const ToolResult& r : m.tool_results) bytes += r.name.size() + (r.response.is_string() ? 0 : StringBytes(r.response));
+  return bytes;
+}
+
 }  // namespace
 
 const char* RoleName(Role role) {
@@ -316,13 +348,13 @@ Result<ChatRequest> ParseChatRequest(const OrderedJson& body, RequestFormat form
     return OutOfRange("messages: " + std::to_string(msgs->size()) + " messages, the limit is " + std::to_string(kMaxMessages));
   req.messages_json = *msgs;
   if (format == RequestFormat::kOpenAI) FGEMMA_RETURN_IF_ERROR(ConvertOpenAIMessages(&req.messages_json));
-  size_t text_bytes = 0;
+  size_t content_bytes = 0;
   for (size_t i = 0; i < req.messages_json.size(); ++i) {
     FGEMMA_TRY(Message m, ParseMessage(req.messages_json[i], FieldPath("messages", i)));
-    text_bytes += m.text.size();
-    if (text_bytes > kMaxMessageTextBytes)
-      return OutOfRange(FieldPath("messages", i) + ".content: the messages' text reaches " + std::to_string(text_bytes) +
-                        " bytes, the limit is " + std::to_string(kMaxMessageTextBytes));
+    content_bytes += MessageBytes(m);
+    if (content_bytes > kMaxMessageBytes)
+      return OutOfRange(FieldPath("messages", i) + ": the messages' content reaches " + std::to_string(content_bytes) +
+                        " bytes, the limit is " + std::to_string(kMaxMessageBytes));
     req.messages.push_back(std::move(m));
   }
   if (auto it = body.find("add_generation_prompt"); it != body.end()) {

@@ -22,7 +22,9 @@ namespace fgemma {
 // the work it bounds (README "Limits"). Schema limits are in chat/schema.h.
 inline constexpr size_t kMaxTools = 1024;                   // functions in `tools`, counted first
 inline constexpr size_t kMaxMessages = 4096;                // entries of `messages`, counted first
-inline constexpr size_t kMaxMessageTextBytes = 1u << 20;    // text of all messages together (1 MiB)
+// Content of all messages together (1 MiB): texts, call names and arguments, tool results (the
+// bytes of their strings and keys).
+inline constexpr size_t kMaxMessageBytes = 1u << 20;
 
 struct Tool {
   std::string name;

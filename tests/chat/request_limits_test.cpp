@@ -95,12 +95,23 @@ TEST(RequestLimits, MessageCountAndText) {
   Status st = ErrorOf(Body("[]", many));
   EXPECT_TRUE(Contains(st.message(), "messages: 4097 messages, the limit is 4096")) << st.ToString();
 
-  const std::string half(kMaxMessageTextBytes / 2, 'a');
+  const std::string half(kMaxMessageBytes / 2, 'a');
   const std::string text = R"([{"role":"system","content":")" + half + R"("},{"role":"user","content":")" + half +
                            R"("},{"role":"user","content":"!"}])";
   st = ErrorOf(Body("[]", text));
   EXPECT_EQ(st.code(), ErrorCode::kOutOfRange);
-  EXPECT_TRUE(Contains(st.message(), "messages[2].content: the messages' text reaches 1048577 bytes, the limit is 1048576"))
+  EXPECT_TRUE(Contains(st.message(), "messages[2]: the messages' content reaches 1048577 bytes, the limit is 1048576"))
+      << st.ToString();
+  // Structured content counts too: call arguments and tool responses.
+  const std::string args = R"([{"role":"system","content":")" + half + R"("},{"role":"assistant","tool_calls":[{"type":"function",)"
+                           R"("function":{"name":"f","arguments":{"a":[")" + half + R"("]}}}]}])";
+  st = ErrorOf(Body("[]", args));
+  EXPECT_TRUE(Contains(st.message(), "messages[1]: the messages' content reaches 1048578 bytes, the limit is 1048576"))
+      << st.ToString();
+  const std::string response = R"([{"role":"system","content":")" + half + R"("},{"role":"tool","content":)"
+                               R"({"name":"f","response":{"r":")" + half + R"("}}}])";
+  st = ErrorOf(Body("[]", response));
+  EXPECT_TRUE(Contains(st.message(), "messages[1]: the messages' content reaches 1048578 bytes, the limit is 1048576"))
       << st.ToString();
 }
 
