@@ -158,3 +158,37 @@ put("tokenizer_json", "wrong-type-decoder.json",
 # positions of tiny-mqa: 8 layers x K,V x 2 rows x 32 floats); mode 0 = raw file bytes.
 put("catalog_cache", "valid-2pos.bin", b"\x01\x02" + bytes(8 * 2 * 2 * 32 * 4))
 put("catalog_cache", "raw-header.bin", b"\x00FGKVCACH\x02\x00\x00\x00" + bytes(48))
+
+# Issue 16, findings 3 and 10. GGUF: a complete gemma3 config (what ConfigFromGguf needs) with a
+# NaN epsilon, and with block_count 2^32-1; both must be refused by ModelConfig::Validate, naming the key.
+def u32(v):
+    return (4, struct.pack("<I", v))
+
+
+def config_kv(blocks=2, eps=1e-6):
+    return [("general.architecture", (8, gstr("gemma3"))), ("gemma3.context_length", u32(64)),
+            ("gemma3.embedding_length", u32(8)), ("gemma3.block_count", u32(blocks)),
+            ("gemma3.feed_forward_length", u32(16)), ("gemma3.attention.head_count", u32(2)),
+            ("gemma3.attention.head_count_kv", u32(1)), ("gemma3.attention.key_length", u32(4)),
+            ("gemma3.attention.sliding_window", u32(8)),
+            ("gemma3.attention.layer_norm_rms_epsilon", (6, struct.pack("<f", eps)))]
+
+
+embd = [("token_embd.weight", [8, 4], 0, struct.pack("<32f", *range(32)))]
+put("gguf", "config-valid.gguf", gguf(config_kv(), embd))
+put("gguf", "config-eps-nan.gguf", gguf(config_kv(eps=float("nan")), embd))
+put("gguf", "config-eps-negative.gguf", gguf(config_kv(eps=-1e-6), embd))
+put("gguf", "config-block-count-max.gguf", gguf(config_kv(blocks=0xFFFFFFFF), embd))
+
+# Requests past the limits of chat/request.h and chat/schema.h: tools counted before parsing
+# (1,100 > 1,024, all one name: the old pairwise duplicate search was quadratic), messages, a schema
+# with more nodes than 1,024 (properties, enum values).
+tool_f = '{"type":"function","function":{"name":"f"}}'
+put("request", "too-many-tools.json", b"\x00" + ('{"tools":[' + ",".join([tool_f] * 1100) + '],"messages":[' + user + ']}').encode())
+put("request", "duplicate-tools.json", b"\x02" + ('{"model":"m","tools":[' + ",".join([tool_f] * 64) + '],"messages":[' + user + ']}').encode())
+put("request", "too-many-messages.json", b"\x00" + ('{"messages":[' + ",".join([user] * 4100) + ']}').encode())
+put("schema", "too-many-properties.json",
+    json.dumps({"type": "object", "properties": {"p%d" % i: {"type": "integer"} for i in range(1100)}}))
+put("schema", "too-many-enum-values.json",
+    json.dumps({"type": "object", "properties": {"n": {"type": "integer", "enum": list(range(2000))}}}))
+

@@ -1,5 +1,8 @@
 #include "chat/request.h"
 
+#include <unordered_map>
+#include <vector>
+
 #include "chat/call_format.h"
 
 namespace fgemma {
@@ -259,6 +262,37 @@ Status ConvertOpenAIMessages(OrderedJson* messages) {
   return Status::Ok();
 }
 
+// Bytes of the strings (keys included) in `j`, walked with an explicit stack: a message's arguments
+// or response may be nested as deep as the JSON limit allows, and recursion here is not needed.
+size_t StringBytes(const OrderedJson& j) {
+  size_t bytes = 0;
+  std::vector<const OrderedJson*> stack{&j};
+  while (!stack.empty()) {
+    const OrderedJson* v = stack.back();
+    stack.pop_back();
+    if (v->is_string()) {
+      bytes += v->get_ref<const std::string&>().size();
+    } else if (v->is_object()) {
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        bytes += it.key().size();
+        stack.push_back(&it.value());
+      }
+    } else if (v->is_array()) {
+      for (const auto& e : *v) stack.push_back(&e);
+    }
+  }
+  return bytes;
+}
+
+// What a message contributes to kMaxMessageBytes: its text, its calls' names and arguments, its
+// results' names and structured responses (a string response is the text already).
+size_t MessageBytes(const Message& m) {
+  size_t bytes = m.text.size();
+  for (const ToolCall& c : m.tool_calls) bytes += c.name.size() + StringBytes(c.arguments);
+  for (const ToolResult& r : m.tool_results) bytes += r.name.size() + (r.response.is_string() ? 0 : StringBytes(r.response));
+  return bytes;
+}
+
 }  // namespace
 
 const char* RoleName(Role role) {
@@ -272,7 +306,7 @@ const char* RoleName(Role role) {
   return "?";
 }
 
-const Tool* ChatRequest::FindTool(std::string_view name) const {
+const Tool* ChatRequest::FindTool(std::string_view name) const {  // first declaration wins
   for (const auto& t : tools) {
     if (t.name == name) return &t;
   }
@@ -281,16 +315,19 @@ const Tool* ChatRequest::FindTool(std::string_view name) const {
 
 Result<std::vector<Tool>> ParseTools(const OrderedJson& tools, const std::string& path, std::vector<std::string>* warnings) {
   if (!tools.is_array()) return InvalidArgument(path + ": must be an array of tools, got " + JsonKindName(tools));
+  // Counted before any tool is parsed, so an oversized catalog costs nothing.
+  if (tools.size() > kMaxTools)
+    return OutOfRange(path + ": " + std::to_string(tools.size()) + " functions, the limit is " + std::to_string(kMaxTools));
   std::vector<Tool> out;
+  out.reserve(tools.size());
+  std::unordered_map<std::string, size_t> first_index;  // name -> first declaration (linear, not pairwise)
+  first_index.reserve(tools.size());
   for (size_t i = 0; i < tools.size(); ++i) {
     FGEMMA_TRY(Tool tool, ParseTool(tools[i], FieldPath(path, i)));
-    for (size_t k = 0; k < out.size(); ++k) {
-      if (out[k].name == tool.name && warnings != nullptr) {
-        warnings->push_back(FieldPath(path, i) + ".function.name: '" + tool.name + "' is already declared by " +
-                            FieldPath(path, k) + "; calls are checked against the first declaration");
-        break;
-      }
-    }
+    const auto [it, inserted] = first_index.emplace(tool.name, i);
+    if (!inserted && warnings != nullptr)
+      warnings->push_back(FieldPath(path, i) + ".function.name: '" + tool.name + "' is already declared by " +
+                          FieldPath(path, it->second) + "; calls are checked against the first declaration");
     out.push_back(std::move(tool));
   }
   return out;
@@ -307,10 +344,17 @@ Result<ChatRequest> ParseChatRequest(const OrderedJson& body, RequestFormat form
   auto msgs = body.find("messages");
   if (msgs == body.end()) return InvalidArgument("messages: missing");
   if (!msgs->is_array() || msgs->empty()) return InvalidArgument("messages: must be a non-empty array");
+  if (msgs->size() > kMaxMessages)
+    return OutOfRange("messages: " + std::to_string(msgs->size()) + " messages, the limit is " + std::to_string(kMaxMessages));
   req.messages_json = *msgs;
   if (format == RequestFormat::kOpenAI) FGEMMA_RETURN_IF_ERROR(ConvertOpenAIMessages(&req.messages_json));
+  size_t content_bytes = 0;
   for (size_t i = 0; i < req.messages_json.size(); ++i) {
     FGEMMA_TRY(Message m, ParseMessage(req.messages_json[i], FieldPath("messages", i)));
+    content_bytes += MessageBytes(m);
+    if (content_bytes > kMaxMessageBytes)
+      return OutOfRange(FieldPath("messages", i) + ": the messages' content reaches " + std::to_string(content_bytes) +
+                        " bytes, the limit is " + std::to_string(kMaxMessageBytes));
     req.messages.push_back(std::move(m));
   }
   if (auto it = body.find("add_generation_prompt"); it != body.end()) {

@@ -7,6 +7,7 @@
 // even when absent, enum printed only for strings, ...), not on a normalized form.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,14 @@
 #include "util/status.h"
 
 namespace fgemma {
+
+// Limits on what a client controls, shared by the CLI, the C API and the server, each checked before
+// the work it bounds (README "Limits"). Schema limits are in chat/schema.h.
+inline constexpr size_t kMaxTools = 1024;                   // functions in `tools`, counted first
+inline constexpr size_t kMaxMessages = 4096;                // entries of `messages`, counted first
+// Content of all messages together (1 MiB): texts, call names and arguments, tool results (the
+// bytes of their strings and keys).
+inline constexpr size_t kMaxMessageBytes = 1u << 20;
 
 struct Tool {
   std::string name;
@@ -81,8 +90,9 @@ Result<ChatRequest> ParseChatRequest(const OrderedJson& body, RequestFormat form
 Result<ChatRequest> ParseChatRequestText(std::string_view text, const std::string& what,
                                          RequestFormat format = RequestFormat::kAuto);
 
-// A tool catalog: an array of {"type":"function","function":{...}}. `path` prefixes errors. A name
-// declared twice is accepted (the template renders both declarations; FindTool and the call
+// A tool catalog: an array of {"type":"function","function":{...}}, at most kMaxTools of them
+// (counted before any is parsed). `path` prefixes errors. A name declared twice (found with a hash
+// set, in linear time) is accepted (the template renders both declarations; FindTool and the call
 // parser use the first) and noted in *warnings when given.
 Result<std::vector<Tool>> ParseTools(const OrderedJson& tools, const std::string& path = "tools",
                                      std::vector<std::string>* warnings = nullptr);

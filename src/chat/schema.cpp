@@ -7,7 +7,7 @@
 namespace fgemma {
 namespace {
 
-constexpr int kMaxDepth = 32;
+constexpr int kMaxDepth = kMaxSchemaDepth;
 
 Result<SchemaType> ParseType(const OrderedJson& json, const std::string& path) {
   const auto it = json.find("type");
@@ -41,13 +41,23 @@ bool MatchesScalarType(SchemaType type, const Json& v) {
   return false;
 }
 
-Status ParseEnum(const OrderedJson& json, const std::string& path, Schema* s) {
+// Counts one more node against kMaxSchemaNodes; `path` is where the limit was reached.
+Status CountNodes(size_t n, const std::string& path, size_t* nodes) {
+  *nodes += n;
+  if (*nodes > kMaxSchemaNodes)
+    return OutOfRange(path + ": schema has more than " + std::to_string(kMaxSchemaNodes) +
+                      " nodes (sub-schemas and enum values), the limit is " + std::to_string(kMaxSchemaNodes));
+  return Status::Ok();
+}
+
+Status ParseEnum(const OrderedJson& json, const std::string& path, size_t* nodes, Schema* s) {
   const auto it = json.find("enum");
   if (it == json.end()) return Status::Ok();
   const std::string field = path + ".enum";
   if (s->type == SchemaType::kArray || s->type == SchemaType::kObject)
     return InvalidArgument(field + ": enum is only supported for string, integer, number and boolean");
   if (!it->is_array() || it->empty()) return InvalidArgument(field + ": must be a non-empty array");
+  FGEMMA_RETURN_IF_ERROR(CountNodes(it->size(), field, nodes));  // counted before any is copied
   for (size_t i = 0; i < it->size(); ++i) {
     Json v((*it)[i]);
     if (!MatchesScalarType(s->type, v))
@@ -57,10 +67,11 @@ Status ParseEnum(const OrderedJson& json, const std::string& path, Schema* s) {
   return Status::Ok();
 }
 
-Status ParseObjectMembers(const OrderedJson& json, const std::string& path, int depth, Schema* s);
+Status ParseObjectMembers(const OrderedJson& json, const std::string& path, int depth, size_t* nodes, Schema* s);
 
-Result<Schema> Parse(const OrderedJson& json, const std::string& path, int depth) {
+Result<Schema> Parse(const OrderedJson& json, const std::string& path, int depth, size_t* nodes) {
   if (depth > kMaxDepth) return InvalidArgument(path + ": schema nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  FGEMMA_RETURN_IF_ERROR(CountNodes(1, path, nodes));
   if (!json.is_object()) return InvalidArgument(path + ": must be an object, got " + JsonKindName(json));
   for (const char* key : {"anyOf", "oneOf", "allOf", "not", "$ref"}) {
     if (json.contains(key)) return Unsupported(FieldPath(path, key) + ": schema composition is not supported");
@@ -75,17 +86,17 @@ Result<Schema> Parse(const OrderedJson& json, const std::string& path, int depth
     if (!it->is_boolean()) return InvalidArgument(path + ".nullable: must be a boolean, got " + JsonKindName(*it));
     s.nullable = it->get<bool>();
   }
-  FGEMMA_RETURN_IF_ERROR(ParseEnum(json, path, &s));
+  FGEMMA_RETURN_IF_ERROR(ParseEnum(json, path, nodes, &s));
   if (s.type == SchemaType::kArray) {
     if (auto it = json.find("items"); it != json.end()) {
-      FGEMMA_TRY(Schema items, Parse(*it, path + ".items", depth + 1));
+      FGEMMA_TRY(Schema items, Parse(*it, path + ".items", depth + 1, nodes));
       s.items = std::make_shared<const Schema>(std::move(items));
     }
   } else if (json.contains("items")) {
     return InvalidArgument(path + ".items: only arrays have items (type is " + SchemaTypeName(s.type) + ")");
   }
   if (s.type == SchemaType::kObject) {
-    FGEMMA_RETURN_IF_ERROR(ParseObjectMembers(json, path, depth, &s));
+    FGEMMA_RETURN_IF_ERROR(ParseObjectMembers(json, path, depth, nodes, &s));
   } else {
     for (const char* key : {"properties", "required"}) {
       if (json.contains(key))
@@ -95,7 +106,7 @@ Result<Schema> Parse(const OrderedJson& json, const std::string& path, int depth
   return s;
 }
 
-Status ParseObjectMembers(const OrderedJson& json, const std::string& path, int depth, Schema* s) {
+Status ParseObjectMembers(const OrderedJson& json, const std::string& path, int depth, size_t* nodes, Schema* s) {
   if (auto it = json.find("properties"); it != json.end()) {
     const std::string field = path + ".properties";
     if (!it->is_object()) return InvalidArgument(field + ": must be an object, got " + JsonKindName(*it));
@@ -109,7 +120,7 @@ Status ParseObjectMembers(const OrderedJson& json, const std::string& path, int 
       if (!IsPlainName(name)) {
         return InvalidArgument(sub_path + ": parameter name must be non-empty, without whitespace or any of :,{}[]<>");
       }
-      FGEMMA_TRY(Schema parsed, Parse(sub, sub_path, depth + 1));
+      FGEMMA_TRY(Schema parsed, Parse(sub, sub_path, depth + 1, nodes));
       s->properties.push_back({name, std::move(parsed)});
     }
   }
@@ -199,7 +210,10 @@ const Schema* Schema::FindProperty(std::string_view name) const {
   return nullptr;
 }
 
-Result<Schema> ParseSchema(const OrderedJson& json, const std::string& path) { return Parse(json, path, 0); }
+Result<Schema> ParseSchema(const OrderedJson& json, const std::string& path) {
+  size_t nodes = 0;
+  return Parse(json, path, 0, &nodes);
+}
 
 std::vector<std::string> ValidateArguments(const Schema& schema, const Json& value, const std::string& path) {
   std::vector<std::string> errors;

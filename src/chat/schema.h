@@ -3,6 +3,7 @@
 // boolean, array (with optional `items`) and object (with optional `properties` / `required`).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -13,6 +14,11 @@
 #include "util/status.h"
 
 namespace fgemma {
+
+// Limits on one tool's `parameters` schema, enforced while it is parsed (before a grammar is compiled
+// from it): nesting of items/properties, and nodes (sub-schemas and enum values together).
+inline constexpr int kMaxSchemaDepth = 32;
+inline constexpr size_t kMaxSchemaNodes = 1024;
 
 enum class SchemaType { kString, kInteger, kNumber, kBoolean, kArray, kObject };
 

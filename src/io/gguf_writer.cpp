@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "io/gguf_internal.h"
+#include "util/file_replace.h"
 
 namespace fgemma {
 
@@ -47,9 +48,11 @@ uint64_t PaddingFor(uint64_t n, uint64_t alignment) {
 Result<GgufWriter> GgufWriter::Create(const std::string& path) {
   GgufWriter w;
   w.path_ = path;
-  w.tmp_path_ = path + ".tmp." + std::to_string(::getpid());
-  w.file_ = std::fopen(w.tmp_path_.c_str(), "wb");
-  if (w.file_ == nullptr) return IoError(w.tmp_path_ + ": cannot open for writing: " + std::strerror(errno));
+  FGEMMA_TRY(FileReplacement out, FileReplacement::Begin(path));
+  w.out_ = std::make_unique<FileReplacement>(std::move(out));
+  w.tmp_path_ = w.out_->temp_path();
+  w.file_ = w.out_->stream();
+  if (w.file_ == nullptr) return IoError(w.tmp_path_ + ": cannot open a stream for writing: " + std::strerror(errno));
   return w;
 }
 
@@ -60,6 +63,7 @@ GgufWriter& GgufWriter::operator=(GgufWriter&& other) noexcept {
     Abandon();
     path_ = std::move(other.path_);
     tmp_path_ = std::move(other.tmp_path_);
+    out_ = std::move(other.out_);
     file_ = other.file_;
     other.file_ = nullptr;
     error_ = std::move(other.error_);
@@ -81,10 +85,9 @@ GgufWriter& GgufWriter::operator=(GgufWriter&& other) noexcept {
 GgufWriter::~GgufWriter() { Abandon(); }
 
 void GgufWriter::Abandon() {
-  if (file_ != nullptr) {
-    std::fclose(file_);
+  if (out_ != nullptr) {
+    out_.reset();  // closes and removes the temporary file
     file_ = nullptr;
-    std::remove(tmp_path_.c_str());
   }
 }
 
@@ -352,20 +355,12 @@ Status GgufWriter::Finish() {
                                 " bytes written (" + std::to_string(tensors_.size() - current_) +
                                 " tensors incomplete)"));
   }
-  if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) {
-    return Fail(IoError(tmp_path_ + ": flush failed: " + std::strerror(errno)));
-  }
-  const int close_result = std::fclose(file_);
+  // FileReplacement flushes, syncs, renames over path_ (a regular file or nothing) and syncs the
+  // directory; on failure it removes the temporary file.
+  Status committed = out_->Commit();
+  out_.reset();
   file_ = nullptr;
-  if (close_result != 0) {
-    std::remove(tmp_path_.c_str());
-    return Fail(IoError(tmp_path_ + ": close failed: " + std::strerror(errno)));
-  }
-  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp_path_.c_str());
-    return Fail(IoError(path_ + ": cannot rename " + tmp_path_ + " to it: " + std::strerror(err)));
-  }
+  if (!committed.ok()) return Fail(committed);
   finished_ = true;
   return Status::Ok();
 }

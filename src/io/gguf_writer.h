@@ -5,14 +5,17 @@
 // than one tensor (or one row) in memory -- and Finish(). The header is written when the first tensor
 // byte arrives; data offsets follow from the declared shapes. Each tensor's data starts on the
 // alignment (gguf_key::kAlignment's default 32, or `general.alignment` when that key is added) and is zero-padded to it, the layout
-// llama.cpp's and gguf-py's writers produce. Output goes to `<path>.tmp.<pid>`, which Finish()
-// flushes, syncs and renames over `path`; a writer destroyed before Finish() removes it.
+// llama.cpp's and gguf-py's writers produce. Output goes to a fresh temporary file beside `path`
+// (util/file_replace.h: created exclusively, never through a link), which Finish() flushes, syncs and
+// renames over `path` (which must be absent or a regular file); a writer destroyed before Finish()
+// removes it.
 //
 // Any failure is sticky: later calls return the first error.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -20,6 +23,7 @@
 
 #include "io/gguf.h"
 #include "io/gguf_keys.h"
+#include "util/file_replace.h"
 #include "util/status.h"
 #include "util/tensor.h"
 
@@ -91,7 +95,8 @@ class GgufWriter {
 
   std::string path_;
   std::string tmp_path_;
-  std::FILE* file_ = nullptr;
+  std::unique_ptr<FileReplacement> out_;  // the temporary beside path_ (util/file_replace.h)
+  std::FILE* file_ = nullptr;             // out_'s stream
   Status error_;        // first failure (sticky)
   bool finished_ = false;
   bool header_written_ = false;

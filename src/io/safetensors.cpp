@@ -218,7 +218,9 @@ Result<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(const std::
   }
   std::string text = header.dump();
   while ((8 + text.size()) % 8 != 0) text.push_back(' ');  // keep the data section 8-byte aligned
-  w->out_ = std::fopen(path.c_str(), "wb");
+  FGEMMA_TRY(FileReplacement rep, FileReplacement::Begin(path));
+  w->replacement_ = std::make_unique<FileReplacement>(std::move(rep));
+  w->out_ = w->replacement_->stream();
   if (w->out_ == nullptr) return IoError(path + ": cannot open for writing");
   uint8_t len[8];
   uint64_t n = text.size();
@@ -230,9 +232,7 @@ Result<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(const std::
   return w;
 }
 
-SafetensorsWriter::~SafetensorsWriter() {
-  if (out_ != nullptr) std::fclose(out_);
-}
+SafetensorsWriter::~SafetensorsWriter() = default;  // an unfinished file's temporary is removed
 
 Status SafetensorsWriter::Append(const void* data, uint64_t bytes) {
   if (next_ >= entries_.size()) return Internal(path_ + ": more tensor data written than declared");
@@ -251,10 +251,10 @@ Status SafetensorsWriter::Append(const void* data, uint64_t bytes) {
 
 Status SafetensorsWriter::Finish() {
   if (next_ != entries_.size()) return Internal(path_ + ": only " + std::to_string(next_) + " of " + std::to_string(entries_.size()) + " tensors written");
-  const int rc = std::fclose(out_);
   out_ = nullptr;
-  if (rc != 0) return IoError(path_ + ": close failed");
-  return Status::Ok();
+  Status st = replacement_->Commit();
+  replacement_.reset();
+  return st;
 }
 
 }  // namespace fgemma

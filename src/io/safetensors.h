@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "util/mapped_file.h"
+#include "util/file_replace.h"
 #include "util/status.h"
 #include "util/tensor.h"
 
@@ -65,7 +66,8 @@ class SafetensorsWriter {
  private:
   SafetensorsWriter() = default;
   std::string path_;
-  std::FILE* out_ = nullptr;
+  std::unique_ptr<FileReplacement> replacement_;  // a temporary beside path_, renamed by Finish
+  std::FILE* out_ = nullptr;                       // replacement_'s stream
   std::vector<Entry> entries_;
   std::vector<uint64_t> sizes_;
   size_t next_ = 0;

@@ -1,6 +1,9 @@
 #include "model/config.h"
 
 #include <cmath>
+#include <string_view>
+
+#include "io/gguf_keys.h"
 
 #include "util/mapped_file.h"
 
@@ -22,31 +25,74 @@ int ModelConfig::num_global_layers() const {
   return n;
 }
 
-Status ModelConfig::Validate() const {
-  auto positive = [](const char* field, long long v) -> Status {
-    if (v <= 0) return InvalidArgument(std::string("config field '") + field + "' must be positive, got " + std::to_string(v));
+namespace {
+
+struct FieldName {
+  const char* hf;
+  std::string_view gguf;
+};
+
+}  // namespace
+
+Status ModelConfig::ValidateSizes(KeyNames names) const {
+  namespace k = gguf_key;
+  auto name = [names](const FieldName& f) {
+    return names == KeyNames::kGguf ? std::string(f.gguf) : std::string(f.hf);
+  };
+  auto in_range = [&](const FieldName& f, long long v, long long max) -> Status {
+    const std::string field = name(f);
+    if (v <= 0) return InvalidArgument("config field '" + field + "' must be positive, got " + std::to_string(v));
+    if (v > max)
+      return OutOfRange("config field '" + field + "' is " + std::to_string(v) + ", more than the limit of " + std::to_string(max));
     return Status::Ok();
   };
-  FGEMMA_RETURN_IF_ERROR(positive("vocab_size", vocab_size));
-  FGEMMA_RETURN_IF_ERROR(positive("hidden_size", hidden));
-  FGEMMA_RETURN_IF_ERROR(positive("intermediate_size", intermediate));
-  FGEMMA_RETURN_IF_ERROR(positive("num_hidden_layers", num_layers));
-  FGEMMA_RETURN_IF_ERROR(positive("num_attention_heads", num_heads));
-  FGEMMA_RETURN_IF_ERROR(positive("num_key_value_heads", num_kv_heads));
-  FGEMMA_RETURN_IF_ERROR(positive("head_dim", head_dim));
-  FGEMMA_RETURN_IF_ERROR(positive("sliding_window", sliding_window));
-  FGEMMA_RETURN_IF_ERROR(positive("max_position_embeddings", max_position_embeddings));
+  FGEMMA_RETURN_IF_ERROR(in_range({"vocab_size", "token_embd.weight rows"}, vocab_size, kMaxVocab));
+  FGEMMA_RETURN_IF_ERROR(in_range({"hidden_size", k::kEmbeddingLength.name}, hidden, kMaxHidden));
+  FGEMMA_RETURN_IF_ERROR(in_range({"intermediate_size", k::kFeedForwardLength.name}, intermediate, kMaxHidden));
+  FGEMMA_RETURN_IF_ERROR(in_range({"num_hidden_layers", k::kBlockCount.name}, num_layers, kMaxLayers));
+  FGEMMA_RETURN_IF_ERROR(in_range({"num_attention_heads", k::kHeadCount.name}, num_heads, kMaxHeads));
+  FGEMMA_RETURN_IF_ERROR(in_range({"num_key_value_heads", k::kHeadCountKv.name}, num_kv_heads, kMaxHeads));
+  FGEMMA_RETURN_IF_ERROR(in_range({"head_dim", k::kKeyLength.name}, head_dim, kMaxHeadDim));
+  FGEMMA_RETURN_IF_ERROR(in_range({"max_position_embeddings", k::kContextLength.name}, max_position_embeddings, kMaxPositions));
+  FGEMMA_RETURN_IF_ERROR(in_range({"sliding_window", k::kSlidingWindow.name}, sliding_window, kMaxPositions));
+  return Status::Ok();
+}
+
+Status ModelConfig::Validate(KeyNames names) const {
+  namespace k = gguf_key;
+  FGEMMA_RETURN_IF_ERROR(ValidateSizes(names));
+  auto name = [names](const FieldName& f) {
+    return names == KeyNames::kGguf ? std::string(f.gguf) : std::string(f.hf);
+  };
   if (num_heads % num_kv_heads != 0)
     return InvalidArgument("config: num_attention_heads (" + std::to_string(num_heads) +
                            ") is not a multiple of num_key_value_heads (" + std::to_string(num_kv_heads) + ")");
   if (head_dim % 2 != 0) return InvalidArgument("config: head_dim must be even for RoPE, got " + std::to_string(head_dim));
-  if (!(query_pre_attn_scalar > 0)) return InvalidArgument("config: query_pre_attn_scalar must be positive");
-  if (!(rope_theta_global > 0) || !(rope_theta_local > 0)) return InvalidArgument("config: rope_theta must be positive");
-  if (!(rope_scaling_factor > 0)) return InvalidArgument("config: rope_scaling.factor must be positive");
+  // NaN fails every comparison, so `!(v > 0)` refuses it along with zero and negatives.
+  auto finite_positive = [&](const FieldName& f, float v) -> Status {
+    if (!(v > 0) || !std::isfinite(v))
+      return InvalidArgument("config field '" + name(f) + "' must be a finite positive number, got " + std::to_string(v));
+    return Status::Ok();
+  };
+  FGEMMA_RETURN_IF_ERROR(finite_positive({"rms_norm_eps", k::kRmsEpsilon.name}, rms_norm_eps));
+  FGEMMA_RETURN_IF_ERROR(finite_positive({"query_pre_attn_scalar", k::kQueryPreAttnScalar.name}, query_pre_attn_scalar));
+  FGEMMA_RETURN_IF_ERROR(finite_positive({"rope_theta", k::kRopeFreqBase.name}, rope_theta_global));
+  FGEMMA_RETURN_IF_ERROR(finite_positive({"rope_local_base_freq", k::kRopeFreqBaseSwa.name}, rope_theta_local));
+  FGEMMA_RETURN_IF_ERROR(finite_positive({"rope_scaling.factor", k::kRopeScalingFactor.name}, rope_scaling_factor));
+  // An epsilon of 1 or more swamps the mean square it is added to: no trained model has one.
+  if (!(rms_norm_eps < 1))
+    return InvalidArgument("config field '" + name({"rms_norm_eps", k::kRmsEpsilon.name}) + "' is " +
+                           std::to_string(rms_norm_eps) + ", expected a small positive number (Gemma: 1e-6)");
+  auto softcap = [&](const FieldName& f, float v) -> Status {
+    if (!(v >= 0) || !std::isfinite(v))
+      return InvalidArgument("config field '" + name(f) + "' must be finite and not negative (0: none), got " + std::to_string(v));
+    return Status::Ok();
+  };
+  FGEMMA_RETURN_IF_ERROR(softcap({"attn_logit_softcapping", k::kAttnLogitSoftcap.name}, attn_logit_softcap));
+  FGEMMA_RETURN_IF_ERROR(softcap({"final_logit_softcapping", k::kFinalLogitSoftcap.name}, final_logit_softcap));
   if (layer_kinds.size() != static_cast<size_t>(num_layers))
     return InvalidArgument("config: layer_types has " + std::to_string(layer_kinds.size()) + " entries for " +
                            std::to_string(num_layers) + " layers");
-  if (vocab_size > (1 << 24)) return InvalidArgument("config: vocab_size " + std::to_string(vocab_size) + " is implausibly large");
   return Status::Ok();
 }
 
@@ -207,6 +253,8 @@ Result<ModelConfig> ConfigFromHfJson(const Json& root, const std::string& source
   } else {
     int pattern = 6;
     FGEMMA_RETURN_IF_ERROR(GetInt(*j, "sliding_window_pattern", source, &pattern, false));
+    // Sizes checked before layer_kinds is sized by num_hidden_layers.
+    FGEMMA_RETURN_IF_ERROR(c.ValidateSizes().WithContext(source));
     c.layer_kinds = SlidingPattern(c.num_layers, pattern);
   }
 

@@ -11,6 +11,16 @@
 
 namespace fgemma {
 
+// Caps on a model's shape, far above any Gemma 3 (270M: 18 layers, 640 wide, 4 heads of 256; 27B:
+// 62 layers, 5376 wide, 21504 MLP, 32 heads of 128), so nonsense metadata is refused before it sizes
+// an allocation.
+inline constexpr int kMaxLayers = 1024;
+inline constexpr int kMaxHeads = 1024;
+inline constexpr int kMaxHeadDim = 4096;
+inline constexpr int kMaxHidden = 1 << 18;
+inline constexpr int kMaxVocab = 1 << 24;
+inline constexpr int kMaxPositions = 1 << 24;
+
 enum class LayerKind : uint8_t { kSliding, kGlobal };
 
 struct ModelConfig {
@@ -39,8 +49,16 @@ struct ModelConfig {
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }
   int num_global_layers() const;
-  // Checks internal consistency (positive sizes, heads divisible by kv heads, ...).
-  Status Validate() const;
+  // Which names errors give the fields: Hugging Face config.json keys or GGUF metadata keys.
+  enum class KeyNames { kHuggingFace, kGguf };
+  // Checks that the values make sense, the one place every loader calls: sizes positive and within
+  // the caps below (no allocation is sized from an absurd count), heads divisible by kv heads,
+  // epsilon, RoPE bases, scalars finite and positive, softcaps finite and not negative. Each error
+  // names the key as the file spells it.
+  Status Validate(KeyNames names = KeyNames::kHuggingFace) const;
+  // The size checks alone, for loaders to run before they build anything sized by the counts
+  // (layer_kinds); Validate runs them too.
+  Status ValidateSizes(KeyNames names = KeyNames::kHuggingFace) const;
   uint64_t ParameterCount() const;
 };
 

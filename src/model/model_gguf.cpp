@@ -6,6 +6,7 @@
 // 10000, every 6th layer global, query_pre_attn_scalar = head_dim (true of every Gemma 3 size but
 // 27B, whose GGUF llama.cpp itself special-cases).
 #include <algorithm>
+#include <limits>
 #include <memory>
 
 #include "io/gguf.h"
@@ -21,10 +22,14 @@ Result<ModelConfig> ConfigFromGguf(const GgufFile& f) {
   if (arch != "gemma3") return Unsupported(f.name() + ": general.architecture '" + arch + "' is not supported (gemma3)");
   ModelConfig c;
   c.name = "custom";
-  // Integer keys read into u, then narrowed (Validate checks the values).
+  // Integer keys read into u (range-checked as u32 by ReadGgufKey), then narrowed only if they fit
+  // an int (block_count 2^32-1 must not become -1); Validate checks the values for sense.
   uint32_t u = 0;
   auto read_int = [&](const GgufKey& key, int* out) -> Status {
     FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, key, &u));
+    if (u > static_cast<uint32_t>(std::numeric_limits<int>::max()))
+      return OutOfRange(f.name() + ": metadata key '" + std::string(key.name) + "': value " + std::to_string(u) +
+                        " is out of range");
     *out = static_cast<int>(u);
     return Status::Ok();
   };
@@ -55,13 +60,15 @@ Result<ModelConfig> ConfigFromGguf(const GgufFile& f) {
   FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, k::kQueryPreAttnScalar, &c.query_pre_attn_scalar));
   int pattern = 0;
   FGEMMA_RETURN_IF_ERROR(read_int(k::kSlidingWindowPattern, &pattern));
-  c.layer_kinds = SlidingPattern(c.num_layers, pattern);
-  FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, k::kFinalLogitSoftcap, &c.final_logit_softcap));
-  FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, k::kAttnLogitSoftcap, &c.attn_logit_softcap));
   // Vocabulary size: the embedding's rows (the tokenizer arrays must agree when present).
   const GgufTensorInfo* embd = f.FindTensor("token_embd.weight");
   if (embd == nullptr) return NotFound(f.name() + ": tensor 'token_embd.weight' is missing");
-  c.vocab_size = static_cast<int>(embd->rows());
+  c.vocab_size = embd->rows() > static_cast<uint64_t>(kMaxVocab) ? kMaxVocab + 1 : static_cast<int>(embd->rows());
+  // Sizes checked before layer_kinds is sized by block_count.
+  FGEMMA_RETURN_IF_ERROR(c.ValidateSizes(ModelConfig::KeyNames::kGguf).WithContext(f.name()));
+  c.layer_kinds = SlidingPattern(c.num_layers, pattern);
+  FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, k::kFinalLogitSoftcap, &c.final_logit_softcap));
+  FGEMMA_RETURN_IF_ERROR(ReadGgufKey(f, k::kAttnLogitSoftcap, &c.attn_logit_softcap));
   if (f.Has(k::kBosTokenId.name)) {
     FGEMMA_TRY(c.bos_token_id, f.GetI32(k::kBosTokenId.name));
   }
@@ -70,7 +77,7 @@ Result<ModelConfig> ConfigFromGguf(const GgufFile& f) {
     FGEMMA_TRY(int32_t eos, f.GetI32(k::kEosTokenId.name));
     if (eos != 1 && eos != 106) c.eos_token_ids.push_back(eos);
   }
-  FGEMMA_RETURN_IF_ERROR(c.Validate().WithContext(f.name()));
+  FGEMMA_RETURN_IF_ERROR(c.Validate(ModelConfig::KeyNames::kGguf).WithContext(f.name()));
   for (const auto& name : KnownConfigNames()) {
     const ModelConfig k = ConfigByName(name).value();
     if (k.vocab_size == c.vocab_size && k.hidden == c.hidden && k.num_layers == c.num_layers &&

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/matmul.h"
+#include "util/file_replace.h"
 #include "util/hash.h"
 #include "util/mapped_file.h"
 
@@ -47,14 +48,9 @@ Status SaveCatalogCache(const std::string& path, const Session& session, uint64_
   PutU64(&file, payload.size());
   PutU64(&file, Hash64(payload));
   file += payload;
-  // Write beside and rename, so a crash never leaves a half-written cache behind.
-  const std::string tmp = path + ".tmp";
-  FGEMMA_RETURN_IF_ERROR(WriteStringToFile(tmp, file));
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return IoError(path + ": cannot rename the cache file into place");
-  }
-  return Status::Ok();
+  // A fresh temporary beside the cache, renamed over it: a crash never leaves half a cache, and no
+  // link or device at the path (or at any fixed temporary name) is written through.
+  return ReplaceFileContents(path, file);
 }
 
 Status LoadCatalogCache(const std::string& path, Session& session, uint64_t prefix_hash, size_t prefix_tokens) {

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "runtime/catalog_cache.h"
+#include "util/file_replace.h"
 #include "util/mapped_file.h"
 #include "util/process_stats.h"
 
@@ -20,6 +21,9 @@ const char* FinishReasonName(FinishReason reason) {
 }
 
 Result<std::unique_ptr<FunctionCaller>> FunctionCaller::Create(const LoadedModel& loaded, const FunctionCallerOptions& options) {
+  // Refused up front: a cache path that is a device, FIFO, directory or symlink would otherwise be
+  // opened for reading (a FIFO blocks) and replaced by a regular file when the cache is written.
+  if (!options.cache_path.empty()) FGEMMA_RETURN_IF_ERROR(CheckReplaceableFile(options.cache_path).WithContext("catalog cache"));
   auto fc = std::unique_ptr<FunctionCaller>(new FunctionCaller(loaded, options));
   FGEMMA_TRY(ConstraintVocab vocab, ConstraintVocab::Build(fc->tokenizer_));
   fc->vocab_ = std::make_unique<ConstraintVocab>(std::move(vocab));
@@ -92,6 +96,10 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
   CallOutcome out;
   CallTiming& t = out.timing;
   const double start = NowSeconds();
+  // A token limit no context can hold is the caller's mistake, refused before any work.
+  if (call.limits.max_tokens > options_.context)
+    return OutOfRange("max_tokens: " + std::to_string(call.limits.max_tokens) + " exceeds the context of " +
+                      std::to_string(options_.context) + " tokens");
   // A cancel or a deadline that came before the call stops it before any work.
   if (auto stop = LimitReached(call.limits)) {
     out.finish_reason = *stop;

@@ -108,7 +108,9 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
   if (!request.ok()) return SendError(res, 400, request.status().message(), "invalid_request_error");
   auto choice = ToolChoiceOfBody(b, request->tools);
   if (!choice.ok()) return SendError(res, 400, choice.status().message(), "invalid_request_error");
-  size_t max_tokens = options.max_tokens;
+  // The caller refuses a token limit beyond its context (FunctionCaller::Call); the server's own
+  // default is only a cap, so it never exceeds the context.
+  size_t max_tokens = std::min(options.max_tokens, options.context);
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
     if (!b.contains(key) || b[key].is_null()) continue;
     if (!b[key].is_number_unsigned() || b[key].get<size_t>() == 0)

@@ -1,5 +1,7 @@
 #include "util/mapped_file.h"
 
+#include "util/file_replace.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -7,9 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 namespace fgemma {
 
@@ -35,22 +35,38 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   return *this;
 }
 
-Result<MappedFile> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+namespace {
+
+// Opens `path` for reading without blocking (a FIFO's open would wait for a writer) and refuses
+// anything but a regular file (a FIFO, a socket, /dev/zero or a directory), so a reader never hangs
+// and never reads without end. Returns the descriptor and fills *st.
+Result<int> OpenRegularForReading(const std::string& path, struct stat* st) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return NotFound(path + ": no such file");
     return IoError(path + ": cannot open: " + std::strerror(errno));
   }
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
+  if (fstat(fd, st) != 0) {
+    const int err = errno;
     ::close(fd);
     return IoError(path + ": cannot stat: " + std::strerror(err));
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (S_ISDIR(st->st_mode)) {
     ::close(fd);
     return InvalidArgument(path + ": is a directory, expected a file");
   }
+  if (!S_ISREG(st->st_mode)) {
+    ::close(fd);
+    return InvalidArgument(path + ": is not a regular file (a device, FIFO or socket), expected a file");
+  }
+  return fd;
+}
+
+}  // namespace
+
+Result<MappedFile> MappedFile::Open(const std::string& path) {
+  struct stat st {};
+  FGEMMA_TRY(const int fd, OpenRegularForReading(path, &st));
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   if (file_size > static_cast<uint64_t>(std::numeric_limits<size_t>::max() / 2)) {
     ::close(fd);
@@ -75,21 +91,28 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
 }
 
 Result<std::string> ReadFileToString(const std::string& path) {
-  if (IsDirectory(path)) return InvalidArgument(path + ": is a directory, expected a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return IoError(path + ": read failed");
-  return ss.str();
+  struct stat st {};
+  FGEMMA_TRY(const int fd, OpenRegularForReading(path, &st));
+  std::string out;
+  out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return IoError(path + ": read failed: " + std::strerror(err));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 Status WriteStringToFile(const std::string& path, const std::string& contents) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return IoError(path + ": cannot open for writing");
-  out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-  if (!out) return IoError(path + ": write failed");
-  return Status::Ok();
+  return ReplaceFileContents(path, contents);
 }
 
 bool FileExists(const std::string& path) {

@@ -1,5 +1,6 @@
 // Finer C API checks than capi_flow.c: cross-thread cancellation, buffer edge cases, status mapping.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
@@ -128,6 +129,43 @@ TEST_F(CapiTest, ModelOutlivesNothingButIsShared) {
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 2);
+}
+
+// Issue 16, finding 6: a cache path that is a device is refused when the caller is made; as root
+// the old writer replaced /dev/null with a regular file.
+TEST_F(CapiTest, DeviceCachePathIsRefusedAndLeftAlone) {
+  fgemma_caller_params p = fgemma_caller_default_params();
+  p.cache_path = "/dev/null";
+  p.n_ctx = 2048;
+  p.n_threads = 1;
+  fgemma_caller* c = nullptr;
+  EXPECT_EQ(fgemma_caller_new(model_, p, &c), FGEMMA_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(c, nullptr);
+  EXPECT_NE(std::string(fgemma_last_error()).find("/dev/null: is a character device"), std::string::npos) << fgemma_last_error();
+  struct stat st {};
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+// Issue 16, finding 3, through the C API: the tool count is checked before the tools are parsed, and
+// max_tokens beyond the context is refused.
+TEST_F(CapiTest, RequestLimits) {
+  fgemma_caller* c = NewCaller();
+  std::string tools = "[";
+  for (int i = 0; i < 100000; ++i) tools += std::string(i ? "," : "") + R"({"type":"function","function":{"name":"f"}})";
+  tools += "]";
+  EXPECT_EQ(fgemma_caller_call(c, tools.c_str(), kMessages, "required", nullptr, nullptr), FGEMMA_ERR_OUT_OF_RANGE);
+  EXPECT_NE(std::string(fgemma_last_error()).find("tools: 100000 functions, the limit is 1024"), std::string::npos)
+      << fgemma_last_error();
+  fgemma_caller_free(c);
+
+  fgemma_caller_params p = fgemma_caller_default_params();
+  p.max_tokens = 100000;
+  c = NewCaller(p);
+  EXPECT_EQ(fgemma_caller_call(c, tools_->c_str(), kMessages, "required", nullptr, nullptr), FGEMMA_ERR_OUT_OF_RANGE);
+  EXPECT_NE(std::string(fgemma_last_error()).find("max_tokens: 100000 exceeds the context of 2048 tokens"), std::string::npos)
+      << fgemma_last_error();
+  fgemma_caller_free(c);
 }
 
 }  // namespace

@@ -61,5 +61,21 @@ TEST(CliRender, ErrorsNameTheFieldAndExitNonZero) {
   EXPECT_NE(out.find("unsupported chat template"), std::string::npos) << out;
 }
 
+// Issue 16: the CLI shares the request limits (finding 3) and reads only regular files (finding 6:
+// a FIFO given as the request must not hang the process; `timeout` turns a hang into exit 124).
+TEST(CliRender, LimitsAndNonRegularFiles) {
+  std::string tools;
+  for (int i = 0; i < 100000; ++i) tools += std::string(i ? "," : "") + R"({"type":"function","function":{"name":"f"}})";
+  const std::string path = WriteRequest(J(R"({"tools":[)" + tools + R"(],"messages":[{"role":"user","content":"hi"}]})"));
+  std::string out;
+  EXPECT_EQ(RunCommand(CliPath() + " render --request " + path + " 2>&1", &out), 1);
+  EXPECT_NE(out.find("tools: 100000 functions, the limit is 1024"), std::string::npos) << out;
+  out.clear();
+  const std::string fifo = TempDir() + "/fifo.json";
+  ASSERT_EQ(RunCommand("mkfifo " + fifo), 0);
+  EXPECT_EQ(RunCommand("timeout 20 " + CliPath() + " render --request " + fifo + " 2>&1", &out), 1);
+  EXPECT_NE(out.find(fifo + ": is not a regular file"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace fgemma::test

@@ -67,5 +67,25 @@ TEST(Cli, SynthWritesALoadableCheckpointAndErrorsAreClear) {
   EXPECT_NE(out.find("error"), std::string::npos) << out;
 }
 
+// Issue 16, finding 6, through the CLI: a FIFO as `--cache` used to hang `fgemma call` in open
+// (`timeout` turns a hang into exit 124), a symlink planted at the old `FILE.tmp` redirected the
+// cache write into its target.
+TEST(Cli, CallRefusesANonRegularCacheAndNeverWritesThroughALink) {
+  const std::string dir = test::TempDir();
+  const std::string call = "timeout 60 " + Cli() + " call --model " + test::FixturePath("models/mini-bf16") + " --tools " +
+                           test::FixturePath("chat/smart-home-tools.json") + " --tool-choice required";
+  ASSERT_EQ(test::RunCommand("mkfifo " + dir + "/fifo.kv"), 0);
+  std::string out;
+  EXPECT_EQ(test::RunCommand(call + " --cache " + dir + "/fifo.kv 'lights on' 2>&1", &out), 1) << out;
+  EXPECT_NE(out.find(dir + "/fifo.kv: is a FIFO"), std::string::npos) << out;
+
+  ASSERT_TRUE(WriteStringToFile(dir + "/victim", "precious").ok());
+  ASSERT_EQ(test::RunCommand("ln -s " + dir + "/victim " + dir + "/c.kv.tmp"), 0);
+  out.clear();
+  EXPECT_EQ(test::RunCommand(call + " --cache " + dir + "/c.kv 'lights on' 2>&1", &out), 0) << out;
+  EXPECT_EQ(ReadFileToString(dir + "/victim").value(), "precious");
+  EXPECT_TRUE(ReadFileToString(dir + "/c.kv").ok());
+}
+
 }  // namespace
 }  // namespace fgemma

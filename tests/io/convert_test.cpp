@@ -338,6 +338,15 @@ TEST(ConvertCli, ErrorsAndWarnings) {
   output.clear();
   EXPECT_EQ(test::RunCommand(cli + "--model " + MiniGguf("q4_0") + " --type q8_0 --out " + dir + "/q8.gguf 2>&1", &output), 0);
   EXPECT_TRUE(Contains(output, "fgemma: warning: the source is q4_0")) << output;
+  // The output is only ever a regular file replaced through a fresh temporary (issue 16, finding 6):
+  // a symlink at --out is refused, its target untouched, and a link at the old `.tmp.<pid>` name is
+  // irrelevant.
+  ASSERT_TRUE(WriteStringToFile(dir + "/victim", "precious").ok());
+  std::filesystem::create_symlink(dir + "/victim", dir + "/link.gguf");
+  output.clear();
+  EXPECT_EQ(test::RunCommand(cli + "--model " + MiniDir() + " --type q8_0 --out " + dir + "/link.gguf 2>&1", &output), 1);
+  EXPECT_TRUE(Contains(output, dir + "/link.gguf: is a symbolic link; only a regular file is replaced")) << output;
+  EXPECT_EQ(ReadFileToString(dir + "/victim").value(), "precious");
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // fgemma score: logits at chosen positions of an id sequence, for comparing engines.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "command.h"
 #include "runtime/session.h"
+#include "util/file_replace.h"
 #include "util/ids.h"
 
 namespace fgemma::cli {
@@ -61,9 +63,14 @@ int RunScore(const ScoreArgs& a) {
   auto session = Session::Create(m, so);
   if (!session.ok()) return Fail(session.status().ToString());
 
+  // Written beside and renamed into place (util/file_replace.h), like every file fgemma replaces.
+  std::optional<FileReplacement> logits_out;
   std::FILE* logits_file = nullptr;
   if (!a.logits_out.empty()) {
-    logits_file = std::fopen(a.logits_out.c_str(), "wb");
+    auto begun = FileReplacement::Begin(a.logits_out);
+    if (!begun.ok()) return Fail(begun.status().ToString());
+    logits_out.emplace(std::move(begun).value());
+    logits_file = logits_out->stream();
     if (!logits_file) return Fail(a.logits_out + ": cannot open for writing");
   }
   // One position at a time: only one vocabulary-sized row ever exists.
@@ -95,7 +102,10 @@ int RunScore(const ScoreArgs& a) {
     std::printf("]}\n");
     if (logits_file && std::fwrite(logits.data(), sizeof(float), vocab, logits_file) != vocab) return Fail(a.logits_out + ": write failed");
   }
-  if (logits_file && std::fclose(logits_file) != 0) return Fail(a.logits_out + ": close failed");
+  if (logits_out) {
+    Status st = logits_out->Commit();
+    if (!st.ok()) return Fail(st.ToString());
+  }
   return 0;
 }
 
