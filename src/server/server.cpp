@@ -208,9 +208,17 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
   }
   if (b.contains("stream") && !b["stream"].is_boolean() && !b["stream"].is_null())
     return SendError(res, 400, "stream: expected a boolean", "invalid_request_error");
-  auto request = ParseChatRequest(b, RequestFormat::kOpenAI);
+  // The request parser checks each field's type; should a library type error still escape it,
+  // it is this request's error (400), not a fault of the server.
+  Result<ChatRequest> request = InvalidArgument("unparsed");
+  Result<ToolChoice> choice = InvalidArgument("unparsed");
+  try {
+    request = ParseChatRequest(b, RequestFormat::kOpenAI);
+    if (request.ok()) choice = ToolChoiceOfBody(b, request->tools);
+  } catch (const nlohmann::json::exception& e) {
+    return SendError(res, 400, std::string("invalid request: ") + e.what(), "invalid_request_error");
+  }
   if (!request.ok()) return SendError(res, 400, request.status().message(), "invalid_request_error");
-  auto choice = ToolChoiceOfBody(b, request->tools);
   if (!choice.ok()) return SendError(res, 400, choice.status().message(), "invalid_request_error");
   size_t max_tokens = options.max_tokens;
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
