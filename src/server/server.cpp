@@ -38,6 +38,7 @@ struct Server::Impl {
   std::atomic<uint64_t> client_disconnects{0};  // streams stopped because a write to the client failed
   std::atomic<size_t> in_flight{0};             // requests holding or waiting for a session
   std::atomic<bool> stopping{false};
+  int listen_fd = -1;
 
   void Routes();
   void ChatCompletions(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader);
@@ -421,9 +422,11 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   // The listening socket is the server's alone: SO_REUSEADDR (restart while old connections are
   // in TIME_WAIT) but not httplib's default SO_REUSEPORT, which lets another process bind the
   // same port and take part of the traffic.
-  impl->http.set_socket_options([](socket_t sock) {
+  Impl* raw = impl.get();
+  impl->http.set_socket_options([raw](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    raw->listen_fd = sock;  // the last one offered is the one bound
   });
   impl->reaper = std::make_unique<ConnectionReaper>(std::chrono::seconds(options.read_timeout_s + options.keep_alive_s));
   impl->Routes();
@@ -455,6 +458,10 @@ Status Server::Bind() {
                                       : "bind failed";
     return IoError("cannot listen on " + o.host + " port " + std::to_string(o.port) + ": " + why);
   }
+  // httplib listens with a backlog of 5: under a burst of connections the kernel drops SYNs and
+  // clients retry a second later (a /health probe then takes over 1 s). A second listen() on the
+  // bound socket only raises the backlog.
+  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, 1024);
   impl_->reaper->Start(port_);
   return Status::Ok();
 }
