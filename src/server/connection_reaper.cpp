@@ -76,6 +76,13 @@ std::shared_ptr<void> ConnectionReaper::Busy(const std::string& addr, int port) 
   });
 }
 
+void ConnectionReaper::Touch(const std::string& addr, int port) {
+  const std::string peer = addr + "|" + std::to_string(port);
+  std::lock_guard lock(mu_);
+  for (auto& [fd, c] : conns_)
+    if (c.peer == peer) c.since = std::chrono::steady_clock::now();
+}
+
 void ConnectionReaper::Loop() {
   std::unique_lock lock(mu_);
   const auto period = std::max(std::chrono::milliseconds(50), std::min(limit_ / 4, std::chrono::milliseconds(500)));

@@ -30,6 +30,8 @@ class ConnectionReaper {
 
   // Marks the connection from addr:port busy while the returned object lives.
   std::shared_ptr<void> Busy(const std::string& addr, int port);
+  // A request from addr:port has just arrived: its connection's idle time starts again.
+  void Touch(const std::string& addr, int port);
   uint64_t reaped() const { return reaped_.load(); }
 
  private:

@@ -51,6 +51,13 @@ void SendError(httplib::Response& res, int status, const std::string& message, c
   res.set_content(DumpJson(ErrorBody(message, type)), "application/json");
 }
 
+// For answers given without reading the whole body: the unread rest must not be taken for the
+// next request on a kept-alive connection, so the client is told to close it.
+void SendErrorAndClose(httplib::Response& res, int status, const std::string& message, const std::string& type) {
+  SendError(res, status, message, type);
+  res.set_header("Connection", "close");
+}
+
 int HttpStatusFor(const Status& st) {
   switch (st.code()) {
     case ErrorCode::kInvalidArgument:
@@ -69,14 +76,15 @@ void Server::Impl::Routes() {
   // Checks that need no body run before any byte of it is read: an oversized, misdirected or
   // unauthenticated upload is refused without reading it.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (reaper) reaper->Touch(req.remote_addr, req.remote_port);
     if (stopping) {
       res.set_header("Retry-After", "5");
-      SendError(res, 503, "the server is shutting down", "server_busy_error");
+      SendErrorAndClose(res, 503, "the server is shutting down", "server_busy_error");
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.has_header("Content-Length") &&
         std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > options.max_body_bytes) {
-      SendError(res, 413, "request body exceeds --max-body " + std::to_string(options.max_body_bytes) + " bytes",
+      SendErrorAndClose(res, 413, "request body exceeds --max-body " + std::to_string(options.max_body_bytes) + " bytes",
                 "invalid_request_error");
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -88,14 +96,14 @@ void Server::Impl::Routes() {
     if (!chat && has_body) {
       const bool known = req.path == "/health" || req.path == "/v1/models" || req.path == "/v1/chat/completions";
       if (known)
-        SendError(res, 400, req.method + " " + req.path + " takes no request body", "invalid_request_error");
+        SendErrorAndClose(res, 400, req.method + " " + req.path + " takes no request body", "invalid_request_error");
       else
-        SendError(res, 404, "no route for " + req.method + " " + req.path, "not_found_error");
+        SendErrorAndClose(res, 404, "no route for " + req.method + " " + req.path, "not_found_error");
       return httplib::Server::HandlerResponse::Handled;
     }
     if (!options.api_key.empty() && req.path.rfind("/v1/", 0) == 0 &&
         req.get_header_value("Authorization") != "Bearer " + options.api_key) {
-      SendError(res, 401, "missing or invalid API key (Authorization: Bearer ...)", "authentication_error");
+      SendErrorAndClose(res, 401, "missing or invalid API key (Authorization: Bearer ...)", "authentication_error");
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -173,10 +181,20 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
   auto busy = reaper ? reaper->Busy(req.remote_addr, req.remote_port) : nullptr;
   // Refused before the body is read (a multipart body would not even reach a plain reader).
   const std::string content_type = req.get_header_value("Content-Type");
-  if (!IsJsonContentType(content_type))
-    return SendError(res, 415,
-                     "Content-Type must be application/json (optionally ; charset=utf-8), not \"" + content_type + "\"",
-                     "invalid_request_error");
+  if (!IsJsonContentType(content_type)) {
+    const std::string message =
+        "Content-Type must be application/json (optionally ; charset=utf-8), not \"" + content_type + "\"";
+    // Read and dropped (up to --max-body) so a kept-alive connection stays usable; a multipart
+    // body would need httplib's form parser, so its connection is closed instead.
+    if (req.is_multipart_form_data()) return SendErrorAndClose(res, 415, message, "invalid_request_error");
+    size_t dropped = 0;
+    const auto until = arrival + std::chrono::seconds(options.read_timeout_s);
+    const bool drained = reader([&](const char*, size_t n) {
+      return (dropped += n) <= options.max_body_bytes && std::chrono::steady_clock::now() <= until;
+    });
+    return drained ? SendError(res, 415, message, "invalid_request_error")
+                   : SendErrorAndClose(res, 415, message, "invalid_request_error");
+  }
   // The body arrives through a running count whatever its transfer (Content-Length, chunked):
   // past --max-body the read stops, so no more than the limit is ever held.
   std::string text;
@@ -189,12 +207,12 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
     return true;
   });
   if (too_large)
-    return SendError(res, 413, "request body exceeds --max-body " + std::to_string(options.max_body_bytes) + " bytes",
+    return SendErrorAndClose(res, 413, "request body exceeds --max-body " + std::to_string(options.max_body_bytes) + " bytes",
                      "invalid_request_error");
   if (too_slow)
-    return SendError(res, 408, "request body not received within " + std::to_string(options.read_timeout_s) + " s",
+    return SendErrorAndClose(res, 408, "request body not received within " + std::to_string(options.read_timeout_s) + " s",
                      "invalid_request_error");
-  if (!read_ok) return SendError(res, 400, "could not read the request body", "invalid_request_error");
+  if (!read_ok) return SendErrorAndClose(res, 400, "could not read the request body", "invalid_request_error");
 
   auto body = ParseOrderedJson(text, "request body");
   if (!body.ok()) return SendError(res, 400, body.status().message(), "invalid_request_error");

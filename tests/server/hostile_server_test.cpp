@@ -170,6 +170,7 @@ TEST_F(HostileServer, ChunkedBodyPastMaxBodyIs413) {
   close(fd);
   EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer.substr(0, 200);
   EXPECT_NE(answer.find("--max-body"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
   EXPECT_LT(sent.load(), 64u << 20) << "the server read far past the limit before answering";
   EXPECT_LT(CurrentRssBytes(), rss_before + (64u << 20));
   std::printf("[ hostile ] chunked flood: 413 after %.1f MiB sent\n", sent.load() / 1048576.0);
@@ -207,6 +208,23 @@ TEST_F(HostileServer, ContentTypes) {
   EXPECT_TRUE(IsJsonContentType("application/json;charset=utf-8"));
   EXPECT_FALSE(IsJsonContentType("application/json; boundary=x"));
   EXPECT_FALSE(IsJsonContentType("application/x-www-form-urlencoded"));
+  // On a kept-alive connection the refused form body is not taken for the next request.
+  const int fd = Connect(server_->port());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                          "Content-Length: " + std::to_string(big.size()) + "\r\n\r\n" + big));
+  std::string both = ReadSome(fd, 5000);
+  ASSERT_TRUE(SendAll(fd, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  for (int i = 0; i < 50 && both.find("\"status\":\"ok\"") == std::string::npos; ++i) {
+    const std::string more = ReadSome(fd, 200);
+    if (more.empty() && i > 10) break;
+    both += more;
+  }
+  close(fd);
+  EXPECT_EQ(both.rfind("HTTP/1.1 415", 0), 0u) << both.substr(0, 200);
+  // The very next answer is /health's (not a 400 for the body's bytes read as a request).
+  EXPECT_EQ(both.find("HTTP/1.1 ", 1), both.find("HTTP/1.1 200")) << both;
+  EXPECT_NE(both.find("HTTP/1.1 200"), std::string::npos) << both;
   // Bodies on routes that take none are refused unread.
   auto get = cli.Post("/health", "x", "application/json");
   ASSERT_TRUE(get);
