@@ -394,6 +394,22 @@ TEST(HostilePort, SecondServerOnAUsedPortFails) {
   ExpectServes(*first);
 }
 
+// The same two refusals through `fgemma serve`: a clear error and a failing exit status.
+TEST(HostilePort, CliRefusesUsedPortAndFakeLoopbackName) {
+  ServerOptions o;
+  o.sessions = 1;
+  auto first = Start(o);
+  ASSERT_NE(first, nullptr);
+  const std::string serve = test::CliPath() + " serve --sessions 1 --model " + test::FixturePath("models/mini-bf16");
+  std::string out;
+  EXPECT_NE(test::RunCommand(serve + " --port " + std::to_string(first->port()) + " 2>&1", &out), 0);
+  EXPECT_NE(out.find("port " + std::to_string(first->port()) + " is already in use"), std::string::npos) << out;
+  out.clear();
+  EXPECT_NE(test::RunCommand(serve + " --port 0 --host 127.0.0.1.attacker.example 2>&1", &out), 0);
+  EXPECT_TRUE(out.find("does not resolve") != std::string::npos || out.find("--api-key") != std::string::npos) << out;
+  ExpectServes(*first);
+}
+
 // Finding 5: loopback is decided on every resolved address.
 TEST(HostAddress, LoopbackOnResolvedAddresses) {
   EXPECT_TRUE(IsLoopbackAddress("127.0.0.1"));
