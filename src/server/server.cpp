@@ -2,8 +2,14 @@
 
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
+#include <condition_variable>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -13,25 +19,29 @@
 #include "runtime/loaded_model.h"
 #include "server/caller_pool.h"
 #include "server/chat_stream.h"
+#include "server/connection_reaper.h"
+#include "server/host_address.h"
+#include "server/http_policy.h"
 #include "server/openai_format.h"
 #include "util/hash.h"
 
 namespace fgemma::server {
 
-bool IsLoopbackHost(const std::string& host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
 struct Server::Impl {
   ServerOptions options;
   std::string model_name;
+  std::string bind_address;  // the resolved address of options.host that was checked
   std::unique_ptr<CallerPool> pool;
   httplib::Server http;
+  std::unique_ptr<ConnectionReaper> reaper;
   std::atomic<uint64_t> next_id{1};
   std::atomic<uint64_t> client_disconnects{0};  // streams stopped because a write to the client failed
+  std::atomic<size_t> in_flight{0};             // requests holding or waiting for a session
+  std::atomic<bool> stopping{false};
+  int listen_fd = -1;
 
   void Routes();
-  void ChatCompletions(const httplib::Request& req, httplib::Response& res);
+  void ChatCompletions(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader);
 };
 
 namespace {
@@ -39,6 +49,13 @@ namespace {
 void SendError(httplib::Response& res, int status, const std::string& message, const std::string& type) {
   res.status = status;
   res.set_content(DumpJson(ErrorBody(message, type)), "application/json");
+}
+
+// For answers given without reading the whole body: the unread rest must not be taken for the
+// next request on a kept-alive connection, so the client is told to close it.
+void SendErrorAndClose(httplib::Response& res, int status, const std::string& message, const std::string& type) {
+  SendError(res, status, message, type);
+  res.set_header("Connection", "close");
 }
 
 int HttpStatusFor(const Status& st) {
@@ -56,57 +73,171 @@ int HttpStatusFor(const Status& st) {
 }  // namespace
 
 void Server::Impl::Routes() {
-  // Size and key checks run before the body is read, so an oversized upload is refused early.
+  // Checks that need no body run before any byte of it is read: an oversized, misdirected or
+  // unauthenticated upload is refused without reading it.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (reaper) reaper->Touch(req.remote_addr, req.remote_port);
+    if (stopping) {
+      res.set_header("Retry-After", "5");
+      SendErrorAndClose(res, 503, "the server is shutting down", "server_busy_error");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.has_header("Content-Length") &&
         std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > options.max_body_bytes) {
-      SendError(res, 413, "request body exceeds " + std::to_string(options.max_body_bytes) + " bytes",
+      SendErrorAndClose(res, 413, "request body exceeds --max-body " + std::to_string(options.max_body_bytes) + " bytes",
                 "invalid_request_error");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // Only the chat route reads a body (under its own limit); httplib would read any other whole,
+    // a chunked one without a limit.
+    const bool chat = req.method == "POST" && req.path == "/v1/chat/completions";
+    const bool has_body = req.has_header("Transfer-Encoding") ||
+                          (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+    if (!chat && has_body) {
+      const bool known = req.path == "/health" || req.path == "/v1/models" || req.path == "/v1/chat/completions";
+      if (known)
+        SendErrorAndClose(res, 400, req.method + " " + req.path + " takes no request body", "invalid_request_error");
+      else
+        SendErrorAndClose(res, 404, "no route for " + req.method + " " + req.path, "not_found_error");
       return httplib::Server::HandlerResponse::Handled;
     }
     if (!options.api_key.empty() && req.path.rfind("/v1/", 0) == 0 &&
         req.get_header_value("Authorization") != "Bearer " + options.api_key) {
-      SendError(res, 401, "missing or invalid API key (Authorization: Bearer ...)", "authentication_error");
+      SendErrorAndClose(res, 401, "missing or invalid API key (Authorization: Bearer ...)", "authentication_error");
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
   http.set_payload_max_length(options.max_body_bytes);
-  // Whatever httplib itself refuses (unknown route, chunked body over the limit) still gets a JSON body.
+  // Whatever httplib itself refuses (unknown route, malformed HTTP) still gets a JSON body.
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404)
       SendError(res, 404, "no route for " + req.method + " " + req.path, "not_found_error");
     else if (res.status == 413)
       SendError(res, 413, "request body too large", "invalid_request_error");
+    else if (res.status == 414)
+      SendError(res, 414, "request line too long", "invalid_request_error");
+    else if (res.status == 400)
+      SendError(res, 400, "malformed HTTP request", "invalid_request_error");
     else
       SendError(res, res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error");
   });
+  // A handler that throws is a bug of ours (inputs are checked field by field): a 500 naming it.
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    std::fprintf(stderr, "fgemma: internal error in a request handler: %s\n", what.c_str());
+    SendError(res, 500, "internal error: " + what, "server_error");
+  });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    Json j = {{"status", "ok"},
+    Json j = {{"status", stopping ? "stopping" : "ok"},
               {"sessions", pool->size()},
               {"busy", pool->busy()},
-              {"client_disconnects", client_disconnects.load()}};
+              {"queued", in_flight.load() > pool->busy() ? in_flight.load() - pool->busy() : 0},
+              {"client_disconnects", client_disconnects.load()},
+              {"reaped_connections", reaper ? reaper->reaped() : 0}};
     res.set_content(DumpJson(j), "application/json");
   });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(DumpJson(ModelsBody(model_name)), "application/json");
   });
   http.Post("/v1/chat/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { ChatCompletions(req, res); });
+            httplib::Server::HandlerWithContentReader(
+                [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+                  ChatCompletions(req, res, reader);
+                }));
 }
 
-void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Response& res) {
-  auto body = ParseOrderedJson(req.body, "request body");
+namespace {
+
+// A streamed call runs on its own thread so that everything that can fail before the first token
+// (the prompt too long for the context, a tool_choice the catalog cannot meet, ...) is answered
+// with its status and a JSON error instead of a 200 followed by an error event.
+struct StreamJob {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Json> deltas;  // generated, not yet sent
+  bool started = false;     // the first token was generated
+  bool finished = false;
+  std::atomic<bool> cancel{false};
+  std::thread thread;
+  ~StreamJob() {
+    cancel = true;
+    if (thread.joinable()) thread.join();
+  }
+};
+
+}  // namespace
+
+void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& reader) {
+  const auto arrival = std::chrono::steady_clock::now();
+  auto busy = reaper ? reaper->Busy(req.remote_addr, req.remote_port) : nullptr;
+  // Refused before the body is read (a multipart body would not even reach a plain reader).
+  const std::string content_type = req.get_header_value("Content-Type");
+  if (!IsJsonContentType(content_type)) {
+    const std::string message =
+        "Content-Type must be application/json (optionally ; charset=utf-8), not \"" + content_type + "\"";
+    // Read and dropped (up to --max-body) so a kept-alive connection stays usable; a multipart
+    // body would need httplib's form parser, so its connection is closed instead.
+    if (req.is_multipart_form_data()) return SendErrorAndClose(res, 415, message, "invalid_request_error");
+    size_t dropped = 0;
+    const auto until = arrival + std::chrono::seconds(options.read_timeout_s);
+    const bool drained = reader([&](const char*, size_t n) {
+      return (dropped += n) <= options.max_body_bytes && std::chrono::steady_clock::now() <= until;
+    });
+    return drained ? SendError(res, 415, message, "invalid_request_error")
+                   : SendErrorAndClose(res, 415, message, "invalid_request_error");
+  }
+  // The body arrives through a running count whatever its transfer (Content-Length, chunked):
+  // past --max-body the read stops, so no more than the limit is ever held.
+  std::string text;
+  bool too_large = false, too_slow = false;
+  const auto read_deadline = arrival + std::chrono::seconds(options.read_timeout_s);
+  const bool read_ok = reader([&](const char* data, size_t n) {
+    if (text.size() + n > options.max_body_bytes) return !(too_large = true);
+    if (std::chrono::steady_clock::now() > read_deadline) return !(too_slow = true);
+    text.append(data, n);
+    return true;
+  });
+  if (too_large)
+    return SendErrorAndClose(res, 413, "request body exceeds --max-body " + std::to_string(options.max_body_bytes) + " bytes",
+                     "invalid_request_error");
+  if (too_slow)
+    return SendErrorAndClose(res, 408, "request body not received within " + std::to_string(options.read_timeout_s) + " s",
+                     "invalid_request_error");
+  if (!read_ok) return SendErrorAndClose(res, 400, "could not read the request body", "invalid_request_error");
+
+  auto body = ParseOrderedJson(text, "request body");
   if (!body.ok()) return SendError(res, 400, body.status().message(), "invalid_request_error");
   if (!body->is_object()) return SendError(res, 400, "request body must be a JSON object", "invalid_request_error");
   const OrderedJson& b = body.value();
-  if (b.contains("model") && (!b["model"].is_string() || b["model"].get<std::string>() != model_name))
-    return SendError(res, 404, "model " + b["model"].dump() + " does not exist (serving \"" + model_name + "\")",
-                     "not_found_error");
-  auto request = ParseChatRequest(b, RequestFormat::kOpenAI);
+  if (b.contains("model")) {
+    if (!b["model"].is_string()) return SendError(res, 400, "model: expected a string", "invalid_request_error");
+    if (b["model"].get<std::string>() != model_name)
+      return SendError(res, 404,
+                       "model \"" + b["model"].get<std::string>() + "\" does not exist (serving \"" + model_name + "\")",
+                       "not_found_error");
+  }
+  if (b.contains("stream") && !b["stream"].is_boolean() && !b["stream"].is_null())
+    return SendError(res, 400, "stream: expected a boolean", "invalid_request_error");
+  // The request parser checks each field's type; should a library type error still escape it,
+  // it is this request's error (400), not a fault of the server.
+  Result<ChatRequest> request = InvalidArgument("unparsed");
+  Result<ToolChoice> choice = InvalidArgument("unparsed");
+  try {
+    request = ParseChatRequest(b, RequestFormat::kOpenAI);
+    if (request.ok()) choice = ToolChoiceOfBody(b, request->tools);
+  } catch (const nlohmann::json::exception& e) {
+    return SendError(res, 400, std::string("invalid request: ") + e.what(), "invalid_request_error");
+  }
   if (!request.ok()) return SendError(res, 400, request.status().message(), "invalid_request_error");
-  auto choice = ToolChoiceOfBody(b, request->tools);
   if (!choice.ok()) return SendError(res, 400, choice.status().message(), "invalid_request_error");
   // The caller refuses a token limit beyond its context (FunctionCaller::Call); the server's own
   // default is only a cap, so it never exceeds the context.
@@ -119,18 +250,30 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
   }
   const bool stream = b.contains("stream") && b["stream"].is_boolean() && b["stream"].get<bool>();
 
+  // Admission: at most sessions + --max-queue requests hold or wait for a session.
+  if (in_flight.fetch_add(1) >= pool->size() + options.max_queue) {
+    --in_flight;
+    res.set_header("Retry-After", "1");
+    return SendError(res, 429,
+                     "too many requests waiting for a session (--max-queue " + std::to_string(options.max_queue) + ")",
+                     "rate_limit_error");
+  }
+  std::shared_ptr<void> admitted(nullptr, [this](void*) { --in_flight; });
   const uint64_t catalog_key = Hash64(request->tools_json.dump());
   std::shared_ptr<CallerPool::Lease> lease =
       pool->Acquire(catalog_key, std::chrono::milliseconds(options.queue_timeout_ms));
-  if (!lease) return SendError(res, 503, "all sessions are busy; retry later", "server_busy_error");
+  if (!lease) {
+    res.set_header("Retry-After", "1");
+    return SendError(res, 503, "all sessions are busy; retry later", "server_busy_error");
+  }
   // Which pooled session answered (diagnostics; every session gives the same answer).
   res.set_header("X-Fgemma-Session", std::to_string(lease->index));
 
   ResponseMeta meta{"chatcmpl-" + std::to_string(next_id++), static_cast<int64_t>(std::time(nullptr)), model_name};
   // Runs the call, feeding each generated token to a ChatStream; `emit` (streaming only) gets the
-  // deltas as they complete and stops the call by returning false (the client went away).
-  // A call stopped by max_tokens (FinishReason::kLength) answers finish_reason "length" with what
-  // was generated so far.
+  // deltas of each token (maybe none) as they complete and stops the call by returning false.
+  // A call stopped by max_tokens (FinishReason::kLength) or by --request-timeout-s
+  // (kDeadline) answers finish_reason "length" / "deadline" with what was generated so far.
   struct Run {
     int status = 200;
     Json response;
@@ -138,10 +281,13 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
     bool emit_failed = false;
   };
   using Emit = std::function<bool(const std::vector<Json>&)>;
-  // Shared, not copied, by the copies of `run` (the streaming provider holds one); it runs once.
-  auto call = std::make_shared<CallRequest>(CallRequest{std::move(request).value(), std::move(choice).value()});
+  // Shared, not copied, by the copies of `run` (the streaming job holds one); it runs once.
+  auto call = std::make_shared<CallRequest>(CallRequest{std::move(request).value(), std::move(choice).value(), {}, {}});
   call->limits.max_tokens = max_tokens;
-  auto run = [this, lease, call, meta](const Emit& emit) -> Run {
+  if (options.request_timeout_s > 0)
+    call->limits.deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                          std::chrono::duration<double>(options.request_timeout_s));
+  auto run = [this, lease, admitted, call, meta](const Emit& emit) -> Run {
     Run r;
     ChatStream stream(lease->caller().tokenizer(), call->chat.tools, meta);
     Status stream_error;
@@ -152,7 +298,7 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
         stream_error = st;
         return false;
       }
-      if (emit && !deltas.empty() && !emit(deltas)) {
+      if (emit && !emit(deltas)) {
         r.emit_failed = true;
         return false;
       }
@@ -169,11 +315,13 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
     }
     if (!outcome.ok()) {
       r.status = HttpStatusFor(outcome.status());
-      r.response = ErrorBody(outcome.status().message(), "invalid_request_error");
+      r.response = ErrorBody(outcome.status().message(), r.status == 500 ? "server_error" : "invalid_request_error");
       return r;
     }
-    if (outcome->finish_reason == FinishReason::kLength) {
+    if (outcome->finish_reason == FinishReason::kLength || outcome->finish_reason == FinishReason::kDeadline) {
       r.response = LengthResponse(meta, stream.PartialMessage(), outcome->timing.generated_tokens);
+      if (outcome->finish_reason == FinishReason::kDeadline)
+        r.response["choices"][0]["finish_reason"] = FinishReasonName(FinishReason::kDeadline);
     } else {
       r.response = CompletionResponse(meta, outcome.value());
     }
@@ -187,47 +335,90 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
     res.set_content(DumpJson(r.response), "application/json");
     return;
   }
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [this, run, meta](size_t, httplib::DataSink& sink) {
-    auto send = [&](const Json& j) {
-      const std::string event = "data: " + DumpJson(j) + "\n\n";
-      return sink.write(event.data(), event.size());
-    };
-    // Chunks go out as the tokens completing them are generated; a failed write (the client is
-    // gone) stops the generation at that token.
-    auto emit = [&](const std::vector<Json>& deltas) {
-      for (const Json& d : deltas) {
-        if (!send(DeltaChunk(meta, d))) return false;
-      }
-      return true;
-    };
-    if (!send(RoleChunk(meta))) {
-      ++client_disconnects;
-      return false;
-    }
-    Run r = run(emit);
-    if (r.emit_failed) {
-      ++client_disconnects;
-      return false;
-    }
-    if (r.status != 200) {
-      send(r.response);
-    } else {
-      emit(r.rest);
-      send(FinalChunk(meta, r.response));
-    }
-    const std::string done = "data: [DONE]\n\n";
-    sink.write(done.data(), done.size());
-    sink.done();
-    return true;
+  auto job = std::make_shared<StreamJob>();
+  auto result = std::make_shared<Run>();
+  call->limits.cancel = &job->cancel;
+  StreamJob* j = job.get();
+  job->thread = std::thread([j, run, result] {
+    Run r = run([j](const std::vector<Json>& deltas) {
+      std::lock_guard lock(j->mu);
+      j->started = true;
+      j->deltas.insert(j->deltas.end(), deltas.begin(), deltas.end());
+      j->cv.notify_all();
+      return !j->cancel.load();
+    });
+    std::lock_guard lock(j->mu);
+    *result = std::move(r);
+    j->finished = true;
+    j->cv.notify_all();
   });
+  {
+    std::unique_lock lock(job->mu);
+    job->cv.wait(lock, [&] { return job->started || job->finished; });
+    if (!job->started && result->status != 200) {
+      res.status = result->status;
+      res.set_content(DumpJson(result->response), "application/json");
+      return;
+    }
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream", [this, job, result, meta, busy](size_t, httplib::DataSink& sink) {
+        auto send = [&](const Json& j) {
+          const std::string event = "data: " + DumpJson(j) + "\n\n";
+          return sink.write(event.data(), event.size());
+        };
+        // A failed write (the client is gone) cancels the generation at its next token.
+        auto gone = [&] {
+          job->cancel = true;
+          ++client_disconnects;
+          return false;
+        };
+        if (!send(RoleChunk(meta))) return gone();
+        std::unique_lock lock(job->mu);
+        while (true) {
+          job->cv.wait(lock, [&] { return !job->deltas.empty() || job->finished; });
+          while (!job->deltas.empty()) {
+            Json d = std::move(job->deltas.front());
+            job->deltas.pop_front();
+            lock.unlock();
+            const bool ok = send(DeltaChunk(meta, d));
+            lock.lock();
+            if (!ok) return gone();
+          }
+          if (job->finished) break;
+        }
+        lock.unlock();
+        if (job->thread.joinable()) job->thread.join();
+        if (result->status != 200) {
+          send(result->response);
+        } else {
+          for (const Json& d : result->rest)
+            if (!send(DeltaChunk(meta, d))) return gone();
+          send(FinalChunk(meta, result->response));
+        }
+        const std::string done = "data: [DONE]\n\n";
+        sink.write(done.data(), done.size());
+        sink.done();
+        return true;
+      });
 }
 
 Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
-  if (!IsLoopbackHost(options.host) && options.api_key.empty())
-    return InvalidArgument("refusing to listen on non-loopback host " + options.host + " without --api-key");
+  // "Loopback" is what the name resolves to, every address of it, not how it is spelled.
+  FGEMMA_TRY(std::vector<std::string> addresses, ResolveHost(options.host));
+  if (!AllLoopback(addresses) && options.api_key.empty()) {
+    std::string list;
+    for (const auto& a : addresses) list += (list.empty() ? "" : ", ") + a;
+    return InvalidArgument("refusing to listen on non-loopback host " + options.host + " (" + list +
+                           ") without --api-key");
+  }
+  if (options.read_timeout_s <= 0 || options.keep_alive_s <= 0 || options.keep_alive_max == 0)
+    return InvalidArgument("--read-timeout-s, --keep-alive-s and --keep-alive-max must be positive");
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  // Bind the address that was checked: a second lookup could answer differently.
+  impl->bind_address = addresses.front();
   impl->model_name = options.model_name;
   if (impl->model_name.empty()) {
     std::filesystem::path p(options.model_path);
@@ -239,10 +430,25 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   fo.context = options.context;
   fo.cache_path = options.cache_path;
   FGEMMA_TRY(impl->pool, CallerPool::Create(loaded, fo, options.sessions));
-  // Enough HTTP workers that requests beyond the pool wait in Acquire (and time out as 503)
-  // rather than unseen in the socket backlog.
-  const size_t workers = std::max<size_t>(8, options.sessions * 4);
+  // Workers well beyond the sessions: requests beyond the pool wait in Acquire (bounded by
+  // --max-queue and --queue-timeout-ms) and slow clients, each cut after --read-timeout-s, cannot
+  // hold them all, so /health stays answerable.
+  const size_t workers = options.http_workers ? options.http_workers : std::max<size_t>(64, options.sessions * 8);
   impl->http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  impl->http.set_read_timeout(options.read_timeout_s, 0);
+  impl->http.set_write_timeout(options.read_timeout_s, 0);
+  impl->http.set_keep_alive_timeout(options.keep_alive_s);
+  impl->http.set_keep_alive_max_count(options.keep_alive_max);
+  // The listening socket is the server's alone: SO_REUSEADDR (restart while old connections are
+  // in TIME_WAIT) but not httplib's default SO_REUSEPORT, which lets another process bind the
+  // same port and take part of the traffic.
+  Impl* raw = impl.get();
+  impl->http.set_socket_options([raw](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    raw->listen_fd = sock;  // the last one offered is the one bound
+  });
+  impl->reaper = std::make_unique<ConnectionReaper>(std::chrono::seconds(options.read_timeout_s + options.keep_alive_s));
   impl->Routes();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
@@ -252,16 +458,31 @@ Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() {
   Stop();
   if (thread_.joinable()) thread_.join();
+  impl_->reaper->Stop();
 }
+
+uint64_t Server::reaped_connections() const { return impl_->reaper->reaped(); }
 
 Status Server::Bind() {
   const auto& o = impl_->options;
+  errno = 0;
   if (o.port == 0) {
-    port_ = impl_->http.bind_to_any_port(o.host);
+    port_ = impl_->http.bind_to_any_port(impl_->bind_address);
   } else {
-    port_ = impl_->http.bind_to_port(o.host, o.port) ? o.port : -1;
+    port_ = impl_->http.bind_to_port(impl_->bind_address, o.port) ? o.port : -1;
   }
-  if (port_ <= 0) return IoError("cannot listen on " + o.host + ":" + std::to_string(o.port));
+  if (port_ <= 0) {
+    const int err = errno;
+    std::string why = err == EADDRINUSE ? "port " + std::to_string(o.port) + " is already in use (another server?)"
+                      : err           ? std::string(std::strerror(err))
+                                      : "bind failed";
+    return IoError("cannot listen on " + o.host + " port " + std::to_string(o.port) + ": " + why);
+  }
+  // httplib listens with a backlog of 5: under a burst of connections the kernel drops SYNs and
+  // clients retry a second later (a /health probe then takes over 1 s). A second listen() on the
+  // bound socket only raises the backlog.
+  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, 1024);
+  impl_->reaper->Start(port_);
   return Status::Ok();
 }
 
@@ -279,6 +500,9 @@ Status Server::Run() {
   return Status::Ok();
 }
 
-void Server::Stop() { impl_->http.stop(); }
+void Server::Stop() {
+  impl_->stopping = true;
+  impl_->http.stop();
+}
 
 }  // namespace fgemma::server

@@ -1,9 +1,11 @@
 // `fgemma serve`: an OpenAI-compatible HTTP server over a pool of FunctionCallers sharing one model.
 //
 // Routes: POST /v1/chat/completions (tools, tool_choice, stream via SSE), GET /v1/models,
-// GET /health. Errors are {"error":{"message":...,"type":...}} with 400 (malformed or invalid
-// request), 401 (API key), 404 (route or model), 413 (body too large), 503 (pool busy past the
-// queue timeout). Without an API key only loopback hosts may be bound.
+// GET /health. Errors are {"error":{"message":...,"type":...}}; the status policy (README "Server
+// limits and status codes"): 400 malformed or invalid request, 401 API key, 404 route or model,
+// 408 body too slow, 413 body over --max-body however sent, 415 not JSON, 429 queue full
+// (Retry-After), 503 session wait timed out or shutting down (Retry-After), 500 internal faults
+// only. Without an API key only hosts whose every resolved address is loopback may be bound.
 #pragma once
 
 #include <memory>
@@ -26,10 +28,14 @@ struct ServerOptions {
   size_t max_tokens = 1024;        // generated tokens per request (a request may ask for fewer)
   size_t max_body_bytes = 1 << 20;
   int queue_timeout_ms = 30000;    // wait for a free session before answering 503
+  size_t max_queue = 64;           // requests waiting for a session beyond which new ones get 429
+  double request_timeout_s = 300;  // a call running past it stops (finish_reason "deadline"); 0 = none
+  int read_timeout_s = 5;          // per read, for a body, and for a request's headers (slowloris)
+  int keep_alive_s = 5;            // idle time a kept-alive connection may wait for its next request
+  size_t keep_alive_max = 100;     // requests per connection
+  size_t http_workers = 0;         // 0 = max(64, 8 x sessions)
   std::string cache_path;          // optional catalog cache file for the pool's first session
 };
-
-bool IsLoopbackHost(const std::string& host);
 
 class Server {
  public:
@@ -43,6 +49,8 @@ class Server {
   Status Run();
   void Stop();
   int port() const { return port_; }
+  // Connections closed for holding a worker without sending a request in time.
+  uint64_t reaped_connections() const;
 
  private:
   struct Impl;

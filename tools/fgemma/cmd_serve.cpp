@@ -28,7 +28,7 @@ CommandRegistration reg(90, [](CLI::App& app) -> std::function<int()> {
   auto o = std::make_shared<server::ServerOptions>();
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/chat/completions, /v1/models, /health)");
   cmd->add_option("--model", o->model_path, "model directory, .safetensors or .gguf")->required();
-  cmd->add_option("--host", o->host, "address to bind (non-loopback requires --api-key)")->capture_default_str();
+  cmd->add_option("--host", o->host, "address or name to bind (unless every address it resolves to is loopback, requires --api-key)")->capture_default_str();
   cmd->add_option("--port", o->port, "port (0: any free port)")->capture_default_str();
   cmd->add_option("--api-key", o->api_key, "require Authorization: Bearer KEY on /v1/*");
   cmd->add_option("--sessions", o->sessions, "concurrent sessions sharing the model")->capture_default_str();
@@ -38,6 +38,16 @@ CommandRegistration reg(90, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--max-tokens", o->max_tokens, "generated tokens per request")->capture_default_str();
   cmd->add_option("--max-body", o->max_body_bytes, "request body limit in bytes (413 beyond)")->capture_default_str();
   cmd->add_option("--queue-timeout-ms", o->queue_timeout_ms, "wait for a free session before 503")->capture_default_str();
+  cmd->add_option("--max-queue", o->max_queue, "requests waiting for a session before 429")->capture_default_str();
+  cmd->add_option("--request-timeout-s", o->request_timeout_s,
+                  "a call running longer stops with finish_reason \"deadline\" (0: none)")->capture_default_str();
+  cmd->add_option("--read-timeout-s", o->read_timeout_s,
+                  "per read, per request body, and for a request's headers")->capture_default_str();
+  cmd->add_option("--keep-alive-s", o->keep_alive_s, "idle wait for a kept-alive connection's next request")
+      ->capture_default_str();
+  cmd->add_option("--keep-alive-max", o->keep_alive_max, "requests per connection")->capture_default_str();
+  cmd->add_option("--http-workers", o->http_workers, "HTTP worker threads (0: max(64, 8 x sessions))")
+      ->capture_default_str();
   cmd->add_option("--cache", o->cache_path, "catalog cache file");
   return [o] { return RunServe(*o); };
 });
