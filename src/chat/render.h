@@ -7,8 +7,13 @@
 #include <string>
 #include <string_view>
 
+#include <span>
+#include <vector>
+
+#include "chat/call_format.h"
 #include "chat/chat_json.h"
 #include "chat/request.h"
+#include "tokenizer/tokenizer.h"
 #include "util/status.h"
 
 namespace fgemma {
@@ -35,9 +40,14 @@ Result<std::string> RenderPrompt(const ChatRequest& request, const RenderOptions
 // system/developer message and every function declaration, through "<end_of_turn>\n"); it depends
 // only on the tools and that message. `remainder` is everything after; prefix + remainder is
 // exactly RenderPrompt. Without tools or a leading system/developer message the prefix is only BOS.
+// Each part also lists where the template wrote its control tokens (<bos>, <start_of_turn>,
+// <escape>, ...): everything else is text, and client content among it never becomes a control token
+// (see EncodePromptText).
 struct PromptParts {
   std::string prefix;
   std::string remainder;
+  std::vector<PromptOut::Span> prefix_controls;
+  std::vector<PromptOut::Span> remainder_controls;
 };
 Result<PromptParts> RenderPromptParts(const ChatRequest& request, const RenderOptions& options = {});
 Result<std::string> RenderCatalogPrefix(const ChatRequest& request, const RenderOptions& options = {});
@@ -48,5 +58,16 @@ Result<std::string> RenderRemainder(const ChatRequest& request, const RenderOpti
 // differential testing against jinja2; engine code renders validated ChatRequests.
 Result<PromptParts> RenderTemplateJson(const OrderedJson& tools, const OrderedJson& messages,
                                        const RenderOptions& options = {});
+
+// `text` cut into content and the template's control tokens (`controls`, in order, within text).
+std::vector<TextSegment> PromptSegments(std::string_view text, std::span<const PromptOut::Span> controls);
+
+// Token ids of rendered prompt text. Control tokens come only from `controls`: "<end_of_turn>" typed
+// in a message, a tool name, a description, an enum value or an argument is the ordinary text
+// "<end_of_turn>". With trust_content_tokens, the plain Hugging Face behaviour: the whole text is
+// encoded with control-token recognition on. Both give the same ids when the content holds no
+// control-token text.
+std::vector<int32_t> EncodePromptText(const Tokenizer& tokenizer, std::string_view text,
+                                      std::span<const PromptOut::Span> controls, bool trust_content_tokens);
 
 }  // namespace fgemma

@@ -236,6 +236,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   fo.threads = options.threads;
   fo.context = options.context;
   fo.cache_path = options.cache_path;
+  fo.trust_content_tokens = options.trust_content_tokens;
   FGEMMA_TRY(impl->pool, CallerPool::Create(loaded, fo, options.sessions));
   // Enough HTTP workers that requests beyond the pool wait in Acquire (and time out as 503)
   // rather than unseen in the socket backlog.

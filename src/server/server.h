@@ -27,6 +27,7 @@ struct ServerOptions {
   size_t max_body_bytes = 1 << 20;
   int queue_timeout_ms = 30000;    // wait for a free session before answering 503
   std::string cache_path;          // optional catalog cache file for the pool's first session
+  bool trust_content_tokens = false;  // FunctionCallerOptions::trust_content_tokens
 };
 
 bool IsLoopbackHost(const std::string& host);
