@@ -381,19 +381,6 @@ Result<PromptOut> Remainder(const OrderedJson& messages, const RenderOptions& op
 
 }  // namespace
 
-std::vector<TextSegment> PromptSegments(std::string_view text, std::span<const PromptOut::Span> controls) {
-  std::vector<TextSegment> segments;
-  segments.reserve(2 * controls.size() + 1);
-  size_t at = 0;
-  for (const PromptOut::Span& c : controls) {
-    if (c.offset > at) segments.push_back({text.substr(at, c.offset - at), true});
-    segments.push_back({text.substr(c.offset, c.length), false});
-    at = c.offset + c.length;
-  }
-  if (at < text.size()) segments.push_back({text.substr(at), true});
-  return segments;
-}
-
 Result<PromptParts> RenderTemplateJson(const OrderedJson& tools, const OrderedJson& messages, const RenderOptions& options) {
   PromptParts parts;
   FGEMMA_TRY(PromptOut prefix, Prefix(tools, messages, options));
@@ -422,13 +409,6 @@ Result<std::string> RenderCatalogPrefix(const ChatRequest& request, const Render
 Result<std::string> RenderRemainder(const ChatRequest& request, const RenderOptions& options) {
   FGEMMA_TRY(PromptOut remainder, Remainder(request.messages_json, options));
   return std::move(remainder.mutable_text());
-}
-
-std::vector<int32_t> EncodePromptText(const Tokenizer& tokenizer, std::string_view text,
-                                      std::span<const PromptOut::Span> controls, bool trust_content_tokens) {
-  if (trust_content_tokens) return tokenizer.Encode(text);
-  const std::vector<TextSegment> segments = PromptSegments(text, controls);
-  return tokenizer.EncodeSegments(segments);
 }
 
 }  // namespace fgemma

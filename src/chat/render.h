@@ -13,7 +13,6 @@
 #include "chat/call_format.h"
 #include "chat/chat_json.h"
 #include "chat/request.h"
-#include "tokenizer/tokenizer.h"
 #include "util/status.h"
 
 namespace fgemma {
@@ -42,7 +41,7 @@ Result<std::string> RenderPrompt(const ChatRequest& request, const RenderOptions
 // exactly RenderPrompt. Without tools or a leading system/developer message the prefix is only BOS.
 // Each part also lists where the template wrote its control tokens (<bos>, <start_of_turn>,
 // <escape>, ...): everything else is text, and client content among it never becomes a control token
-// (see EncodePromptText).
+// (see EncodePromptText in runtime/prompt_tokens.h).
 struct PromptParts {
   std::string prefix;
   std::string remainder;
@@ -58,16 +57,5 @@ Result<std::string> RenderRemainder(const ChatRequest& request, const RenderOpti
 // differential testing against jinja2; engine code renders validated ChatRequests.
 Result<PromptParts> RenderTemplateJson(const OrderedJson& tools, const OrderedJson& messages,
                                        const RenderOptions& options = {});
-
-// `text` cut into content and the template's control tokens (`controls`, in order, within text).
-std::vector<TextSegment> PromptSegments(std::string_view text, std::span<const PromptOut::Span> controls);
-
-// Token ids of rendered prompt text. Control tokens come only from `controls`: "<end_of_turn>" typed
-// in a message, a tool name, a description, an enum value or an argument is the ordinary text
-// "<end_of_turn>". With trust_content_tokens, the plain Hugging Face behaviour: the whole text is
-// encoded with control-token recognition on. Both give the same ids when the content holds no
-// control-token text.
-std::vector<int32_t> EncodePromptText(const Tokenizer& tokenizer, std::string_view text,
-                                      std::span<const PromptOut::Span> controls, bool trust_content_tokens);
 
 }  // namespace fgemma

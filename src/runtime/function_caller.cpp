@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "runtime/catalog_cache.h"
+#include "runtime/prompt_tokens.h"
 #include "util/mapped_file.h"
 #include "util/process_stats.h"
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "chat/render.h"
+#include "runtime/prompt_tokens.h"
 #include "chat/request.h"
 #include "chat/template_id.h"
 #include "command.h"
