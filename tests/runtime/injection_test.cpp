@@ -94,7 +94,11 @@ TEST_F(InjectionCallerTest, EngineBuildsPromptsWithOnlyTheTemplatesControlTokens
       CallRequest call{*request, ToolChoice{ToolChoiceMode::kAuto, ""}, {}, {}};
       call.limits.max_tokens = 1;
       auto outcome = caller->Call(call);
-      ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+      if (!outcome.ok()) {  // the call grammar refuses some (an enum value holding "<escape>")
+        EXPECT_EQ(outcome.status().code(), ErrorCode::kInvalidArgument) << outcome.status().ToString();
+        ++refused;
+        continue;
+      }
       auto parts = RenderPromptParts(*request);
       ASSERT_TRUE(parts.ok());
       EXPECT_EQ(outcome->prompt_tokens, test::ExpectedPromptIds(tok, *parts));
