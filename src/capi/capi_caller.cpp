@@ -134,6 +134,7 @@ FGEMMA_API fgemma_status fgemma_caller_call(fgemma_caller* caller, const char* t
                                             void* user_data) {
   return Guard([&]() -> fgemma_status {
     if (!Valid(caller)) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_call: invalid caller handle");
+    caller->prompt_tokens.clear();  // a request refused before it runs has no prompt
     if (!tools_json || !messages_json)
       return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_call: tools_json and messages_json are required");
     auto tools = fgemma::ParseOrderedJson(tools_json, "tools");
@@ -155,6 +156,7 @@ FGEMMA_API fgemma_status fgemma_caller_call_openai(fgemma_caller* caller, const 
                                                    fgemma_token_callback callback, void* user_data) {
   return Guard([&]() -> fgemma_status {
     if (!Valid(caller)) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_call_openai: invalid caller handle");
+    caller->prompt_tokens.clear();  // a request refused before it runs has no prompt
     if (!body_json) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_call_openai: body_json is NULL");
     auto body = fgemma::ParseOrderedJson(body_json, "request body");
     if (!body.ok()) return Fail(body.status());
