@@ -116,8 +116,13 @@ std::vector<int32_t> Tokenizer::EncodeSegments(std::span<const TextSegment> segm
       continue;
     }
     tokenizer_internal::AddedMatch match = m.added.Match(text, pos, !trusted);
-    // A control token that would run past the template's text is not the template's.
-    if (trusted && match.id >= 0 && pos + match.length > runs[run].second) match = m.added.Match(text, pos, true);
+    if (trusted && match.id >= 0 && pos + match.length > runs[run].second) {
+      // A token running past the template's text is not the template's: the longest one within
+      // it, or a plain (whitespace) token, which may run on into content.
+      const tokenizer_internal::AddedMatch inside = m.added.Match(text.substr(0, runs[run].second), pos, false);
+      const tokenizer_internal::AddedMatch plain = m.added.Match(text, pos, true);
+      match = plain.length > inside.length ? plain : inside;
+    }
     if (match.id < 0) {
       ++pos;
       continue;

@@ -157,5 +157,22 @@ TEST(TokenizerSegments, ATokenStraddlingTemplateAndContentIsText) {
   EXPECT_EQ(tok.EncodeSegments(c, {.add_bos = true}), (std::vector<int32_t>{tok.bos_id(), 106}));
 }
 
+// A control token of the template that is the prefix of a longer one reaching into content stays
+// the template's token; the longer one is not matched.
+TEST(TokenizerSegments, LongestControlTokenWithinTheTemplatesText) {
+  VocabSpec spec;
+  spec.tokens = {"<", "a", ">", "x", "<a>", "<a>x"};
+  spec.scores = {0, 0, 0, 0, 0, 0};
+  spec.types = {1, 1, 1, 1, 3, 3};
+  auto tok = Tokenizer::FromVocab(spec);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  const std::vector<TextSegment> split = {{"<a>", false}, {"x", true}};
+  EXPECT_EQ(tok->EncodeSegments(split), (std::vector<int32_t>{4, 3}));
+  const std::vector<TextSegment> whole = {{"<a>x", false}};
+  EXPECT_EQ(tok->EncodeSegments(whole), (std::vector<int32_t>{5}));
+  const std::vector<TextSegment> content = {{"<a>x", true}};
+  EXPECT_EQ(tok->EncodeSegments(content), (std::vector<int32_t>{0, 1, 2, 3}));
+}
+
 }  // namespace
 }  // namespace fgemma::test
