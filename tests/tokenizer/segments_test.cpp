@@ -3,6 +3,7 @@
 // control-token text, however the text is cut (inside words included: BPE runs across the cuts).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 #include <set>
 
@@ -164,6 +165,13 @@ TEST(TokenizerSegments, LongestControlTokenWithinTheTemplatesText) {
   spec.tokens = {"<", "a", ">", "x", "<a>", "<a>x"};
   spec.scores = {0, 0, 0, 0, 0, 0};
   spec.types = {1, 1, 1, 1, 3, 3};
+  for (int b = 0; b < 256; ++b) {  // byte fallback wants every byte token
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    spec.tokens.push_back(name);
+    spec.scores.push_back(0);
+    spec.types.push_back(6);
+  }
   auto tok = Tokenizer::FromVocab(spec);
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
   const std::vector<TextSegment> split = {{"<a>", false}, {"x", true}};
