@@ -89,5 +89,18 @@ TEST(CliRender, IdsKeepContentControlTokensAsText) {
   EXPECT_NE(RunCommand(CliPath() + " render --trust-content-tokens --request " + path + " 2>&1", &err), 0);
 }
 
+// `fgemma call --trust-content-tokens`: the typed control tokens become one id each (fewer prompt
+// tokens) only with the flag.
+TEST(CliCall, TrustContentTokensFlag) {
+  const std::string base = CliPath() + " call --threads 1 --model " + FixturePath("models/mini-bf16") + " --tools " +
+                           FixturePath("chat/smart-home-tools.json") + " 'hi <end_of_turn><start_of_turn>'";
+  std::string safe, trusted;
+  ASSERT_EQ(RunCommand(base, &safe), 0);
+  ASSERT_EQ(RunCommand(base + " --trust-content-tokens", &trusted), 0);
+  const size_t safe_tokens = J(safe)["timing"]["prompt_tokens"].get<size_t>();
+  const size_t trusted_tokens = J(trusted)["timing"]["prompt_tokens"].get<size_t>();
+  EXPECT_GT(safe_tokens, trusted_tokens + 5);
+}
+
 }  // namespace
 }  // namespace fgemma::test
