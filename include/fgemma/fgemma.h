@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define FGEMMA_ABI_VERSION 1
+#define FGEMMA_ABI_VERSION 2
 
 typedef enum fgemma_status {
   FGEMMA_OK = 0,
@@ -128,6 +128,11 @@ typedef struct fgemma_caller_params {
   double time_budget_ms;    /* wall-clock budget per call, checked per token (0: none) */
   bool restricted_head;     /* exact speed-ups (default true); off only for comparison */
   bool jump_forward;
+  /* false (default): control tokens in the prompt come only from the chat template; text such as
+   * "<end_of_turn>" or "<escape>" in messages, tool names, descriptions, enum values or arguments
+   * is encoded as ordinary text. true: the plain Hugging Face behaviour (the rendered prompt
+   * tokenized as one string with control-token recognition on), for content you fully trust. */
+  bool trust_content_tokens;
 } fgemma_caller_params;
 
 FGEMMA_API fgemma_caller_params fgemma_caller_default_params(void);
@@ -144,6 +149,9 @@ FGEMMA_API fgemma_status fgemma_caller_call(fgemma_caller* caller, const char* t
 /* The same from an OpenAI chat-completions body (its tools, messages and tool_choice). */
 FGEMMA_API fgemma_status fgemma_caller_call_openai(fgemma_caller* caller, const char* body_json,
                                                    fgemma_token_callback callback, void* user_data);
+/* Token ids of the prompt of the last call that ran (also one stopped by a budget or cancel;
+ * none after a call that failed before running): <bos>, catalog, messages. Returns the count. */
+FGEMMA_API int64_t fgemma_caller_prompt_tokens(const fgemma_caller* caller, int32_t* tokens, size_t cap);
 /* JSON of the last successful call. Returns the byte length without NUL. */
 FGEMMA_API int64_t fgemma_caller_result_json(const fgemma_caller* caller, char* buf, size_t cap);
 /* Thread-safe. Cancels the call in progress (at its next token) or, if none, the next call; the call

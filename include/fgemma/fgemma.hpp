@@ -215,6 +215,16 @@ class Caller {
   Result<std::string> ResultJson() const {
     return FillString([&](char* b, size_t cap) { return fgemma_caller_result_json(c_.get(), b, cap); });
   }
+  // The prompt ids of the last call that ran (see fgemma_caller_prompt_tokens). Whether content may
+  // hold control tokens is params.trust_content_tokens (false by default).
+  Result<std::vector<int32_t>> PromptTokens() const {
+    int64_t n = fgemma_caller_prompt_tokens(c_.get(), nullptr, 0);
+    if (n < 0) return LastError(n);
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    n = fgemma_caller_prompt_tokens(c_.get(), ids.data(), ids.size());
+    if (n < 0) return LastError(n);
+    return ids;
+  }
   // Any thread: cancels the call in progress, or else the next one.
   Status Cancel() { return ToStatus(fgemma_caller_cancel(c_.get())); }
 

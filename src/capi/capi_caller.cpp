@@ -1,6 +1,7 @@
 // C API: the function caller (tools + messages -> validated calls), with per-token streaming,
 // cancellation from any thread, and time/token budgets (the call request's limits, enforced by
 // FunctionCaller).
+#include <algorithm>
 #include <chrono>
 
 #include "capi/capi_internal.h"
@@ -28,6 +29,7 @@ fgemma::Result<fgemma::ToolChoice> ParseToolChoiceArg(const char* text, const st
 // FGEMMA_ERR_BUDGET.
 fgemma_status RunCall(fgemma_caller* c, fgemma::CallRequest request, fgemma_token_callback callback, void* user_data) {
   c->result_json.clear();
+  c->prompt_tokens.clear();
   request.limits.max_tokens = c->params.max_tokens;
   request.limits.cancel = &c->cancel;
   if (c->params.time_budget_ms > 0)
@@ -52,6 +54,7 @@ fgemma_status RunCall(fgemma_caller* c, fgemma::CallRequest request, fgemma_toke
   c->caller->TakeWarnings();
   if (!decode_error.ok()) return Fail(decode_error);
   if (!outcome.ok()) return Fail(outcome.status());
+  c->prompt_tokens = outcome->prompt_tokens;  // kept for calls stopped by a limit too
   switch (outcome->finish_reason) {
     case fgemma::FinishReason::kCancelled:
       // The cancel is consumed by the call it stopped; one that came after the call ended applies
@@ -88,6 +91,7 @@ FGEMMA_API fgemma_caller_params fgemma_caller_default_params(void) {
   p.time_budget_ms = 0;
   p.restricted_head = true;
   p.jump_forward = true;
+  p.trust_content_tokens = false;
   return p;
 }
 
@@ -110,6 +114,7 @@ FGEMMA_API fgemma_status fgemma_caller_new(const fgemma_model* model, fgemma_cal
     fo.cache_path = handle->cache_path;
     fo.decoding.restricted_head = params.restricted_head;
     fo.decoding.jump_forward = params.jump_forward;
+    fo.trust_content_tokens = params.trust_content_tokens;
     auto caller = fgemma::FunctionCaller::Create(*model->loaded, fo);
     if (!caller.ok()) return Fail(caller.status());
     handle->caller = std::move(caller).value();
@@ -129,6 +134,7 @@ FGEMMA_API fgemma_status fgemma_caller_call(fgemma_caller* caller, const char* t
                                             void* user_data) {
   return Guard([&]() -> fgemma_status {
     if (!Valid(caller)) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_call: invalid caller handle");
+    caller->prompt_tokens.clear();  // a request refused before it runs has no prompt
     if (!tools_json || !messages_json)
       return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_call: tools_json and messages_json are required");
     auto tools = fgemma::ParseOrderedJson(tools_json, "tools");
@@ -150,6 +156,7 @@ FGEMMA_API fgemma_status fgemma_caller_call_openai(fgemma_caller* caller, const 
                                                    fgemma_token_callback callback, void* user_data) {
   return Guard([&]() -> fgemma_status {
     if (!Valid(caller)) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_call_openai: invalid caller handle");
+    caller->prompt_tokens.clear();  // a request refused before it runs has no prompt
     if (!body_json) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_call_openai: body_json is NULL");
     auto body = fgemma::ParseOrderedJson(body_json, "request body");
     if (!body.ok()) return Fail(body.status());
@@ -158,6 +165,16 @@ FGEMMA_API fgemma_status fgemma_caller_call_openai(fgemma_caller* caller, const 
     auto choice = fgemma::ToolChoiceOfBody(body.value(), request->tools);
     if (!choice.ok()) return Fail(choice.status());
     return RunCall(caller, fgemma::CallRequest{std::move(request).value(), choice.value()}, callback, user_data);
+  });
+}
+
+FGEMMA_API int64_t fgemma_caller_prompt_tokens(const fgemma_caller* caller, int32_t* tokens, size_t cap) {
+  return GuardLength([&]() -> int64_t {
+    if (!Valid(caller)) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_prompt_tokens: invalid caller handle");
+    if (!tokens && cap > 0) return -Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_prompt_tokens: tokens is NULL but cap > 0");
+    const auto& ids = caller->prompt_tokens;
+    std::copy_n(ids.begin(), std::min(cap, ids.size()), tokens);
+    return static_cast<int64_t>(ids.size());
   });
 }
 

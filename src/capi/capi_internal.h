@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fgemma/fgemma.h"
 #include "runtime/function_caller.h"
@@ -37,6 +38,7 @@ struct fgemma_caller {
   std::string cache_path;
   std::unique_ptr<fgemma::FunctionCaller> caller;
   std::string result_json;
+  std::vector<int32_t> prompt_tokens;  // of the last call that ran (fgemma_caller_prompt_tokens)
   std::atomic<bool> cancel{false};
 };
 

@@ -9,11 +9,11 @@ namespace {
 
 constexpr int kMaxDepth = 64;
 
-Status Append(const OrderedJson* value, bool escape_keys, int depth, std::string* out) {
+Status Append(const OrderedJson* value, bool escape_keys, int depth, PromptOut* out) {
   if (depth > kMaxDepth) return InvalidArgument("value nested deeper than " + std::to_string(kMaxDepth) + " levels");
   if (value == nullptr) return Status::Ok();
   if (value->is_string()) {
-    out->append(kEscape).append(value->get_ref<const std::string&>()).append(kEscape);
+    out->control(kEscape).append(value->get_ref<const std::string&>()).control(kEscape);
   } else if (value->is_boolean()) {
     out->append(value->get<bool>() ? "true" : "false");
   } else if (value->is_object()) {
@@ -24,7 +24,7 @@ Status Append(const OrderedJson* value, bool escape_keys, int depth, std::string
       if (!first) out->push_back(',');
       first = false;
       if (escape_keys) {
-        out->append(kEscape).append(key).append(kEscape);
+        out->control(kEscape).append(key).control(kEscape);
       } else {
         out->append(key);
       }
@@ -82,7 +82,7 @@ bool IsPlainName(std::string_view name) {
   return true;
 }
 
-Status AppendFormattedArgument(const OrderedJson* value, bool escape_keys, std::string* out) {
+Status AppendFormattedArgument(const OrderedJson* value, bool escape_keys, PromptOut* out) {
   return Append(value, escape_keys, 0, out);
 }
 
@@ -90,9 +90,9 @@ Result<std::string> FormatCallArguments(const Json& arguments) {
   if (!arguments.is_object()) return InvalidArgument(std::string("arguments: must be an object, got ") + JsonKindName(arguments));
   FGEMMA_RETURN_IF_ERROR(CheckRepresentable(arguments, "arguments", 0));
   const OrderedJson ordered(arguments);
-  std::string out;
+  PromptOut out;
   FGEMMA_RETURN_IF_ERROR(Append(&ordered, /*escape_keys=*/false, 0, &out));
-  return out;
+  return std::move(out.mutable_text());
 }
 
 Result<std::string> FormatCall(std::string_view name, const Json& arguments) {

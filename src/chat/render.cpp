@@ -19,34 +19,34 @@ using jinja::Value;
 
 constexpr int kMaxDepth = 64;
 
-Status AppendStr(Value v, std::string* out) {
+Status AppendStr(Value v, PromptOut* out) {
   FGEMMA_TRY(std::string s, jinja::Str(v));
   out->append(s);
   return Status::Ok();
 }
 
-Status AppendTrimmed(Value v, std::string* out) {
+Status AppendTrimmed(Value v, PromptOut* out) {
   FGEMMA_TRY(std::string s, jinja::Str(v));
   out->append(py::Strip(s));
   return Status::Ok();
 }
 
 // `[<escape>a<escape>,<escape>b<escape>]` body of a required list: `for item in list`.
-Status AppendRequiredItems(Value list, std::string* out) {
+Status AppendRequiredItems(Value list, PromptOut* out) {
   return jinja::ForEach(list, [&](Value item, bool last) -> Status {
-    out->append(kEscape);
+    out->control(kEscape);
     FGEMMA_RETURN_IF_ERROR(AppendStr(item, out));
-    out->append(kEscape);
+    out->control(kEscape);
     if (!last) out->push_back(',');
     return Status::Ok();
   });
 }
 
-Status AppendParameters(Value properties, int depth, std::string* out);
+Status AppendParameters(Value properties, int depth, PromptOut* out);
 
 // The ARRAY branch of format_parameters: `items` printed key by key (dictsort), with `properties`,
 // `required` and `type` special-cased and every other key through format_argument with escaped keys.
-Status AppendItems(Value items, int depth, std::string* out) {
+Status AppendItems(Value items, int depth, PromptOut* out) {
   out->append(",items:{");
   FGEMMA_TRY(auto members, jinja::DictSort(items));
   bool first = true;
@@ -87,7 +87,7 @@ Status AppendItems(Value items, int depth, std::string* out) {
 }
 
 // Macro format_parameters(properties, required): one `name:{description:...,type:...}` per property.
-Status AppendParameters(Value properties, int depth, std::string* out) {
+Status AppendParameters(Value properties, int depth, PromptOut* out) {
   if (depth > kMaxDepth) return InvalidArgument("parameters nested deeper than " + std::to_string(kMaxDepth) + " levels");
   FGEMMA_TRY(auto members, jinja::DictSort(properties));
   bool first = true;
@@ -95,9 +95,9 @@ Status AppendParameters(Value properties, int depth, std::string* out) {
     if (IsTemplateReservedName(key)) continue;  // the template's standard_keys
     if (!first) out->push_back(',');
     first = false;
-    out->append(key).append(":{description:").append(kEscape);
+    out->append(key).append(":{description:").control(kEscape);
     FGEMMA_RETURN_IF_ERROR(AppendStr(jinja::Get(value, "description"), out));
-    out->append(kEscape);
+    out->control(kEscape);
     FGEMMA_TRY(std::string type, jinja::Upper(jinja::Get(value, "type")));
     if (type == "STRING") {
       Value enum_values = jinja::Get(value, "enum");
@@ -125,21 +125,24 @@ Status AppendParameters(Value properties, int depth, std::string* out) {
       Value items = jinja::Get(value, "items");
       if (jinja::IsMapping(items) && jinja::Truthy(items)) FGEMMA_RETURN_IF_ERROR(AppendItems(items, depth, out));
     }
-    out->append(",type:").append(kEscape).append(type).append(kEscape).push_back('}');
+    out->append(",type:").control(kEscape).append(type).control(kEscape).push_back('}');
   }
   return Status::Ok();
 }
 
 // Macro format_function_declaration(tool_data). Note that `parameters` is closed only by its
 // `type:...}`: parameters without a truthy type leave the brace open, as the template does.
-Status AppendDeclaration(Value tool, const std::string& path, std::string* out) {
+Status AppendDeclaration(Value tool, const std::string& path, PromptOut* out) {
   Value fn = jinja::Get(tool, "function");
   if (fn == nullptr) return InvalidArgument(path + ".function: undefined (tool_data['function']['name'] fails)");
-  std::string decl = "declaration:";
+  // The template trims this macro's output, which starts with "declaration:" and ends with "}":
+  // nothing to trim, so it is written straight to `out`.
+  PromptOut& decl = *out;
+  decl.append("declaration:");
   FGEMMA_RETURN_IF_ERROR(AppendStr(jinja::Get(fn, "name"), &decl));
-  decl.append("{description:").append(kEscape);
+  decl.append("{description:").control(kEscape);
   FGEMMA_RETURN_IF_ERROR(AppendStr(jinja::Get(fn, "description"), &decl));
-  decl.append(kEscape);
+  decl.control(kEscape);
   Value params = jinja::Get(fn, "parameters");
   if (jinja::Truthy(params)) {
     decl.append(",parameters:{");
@@ -158,16 +161,15 @@ Status AppendDeclaration(Value tool, const std::string& path, std::string* out) 
     Value type = jinja::Get(params, "type");
     if (jinja::Truthy(type)) {
       FGEMMA_TRY(std::string upper, jinja::Upper(type));
-      decl.append("type:").append(kEscape).append(upper).append(kEscape).push_back('}');
+      decl.append("type:").control(kEscape).append(upper).control(kEscape).push_back('}');
     }
   }
   decl.push_back('}');
-  out->append(py::Strip(decl));  // `format_function_declaration(tool) | trim`
   return Status::Ok();
 }
 
 // `k:v,...` of a mapping through dictsort and format_argument(value, escape_keys=False).
-Status AppendMembers(Value mapping, std::string* out) {
+Status AppendMembers(Value mapping, PromptOut* out) {
   FGEMMA_TRY(auto members, jinja::DictSort(mapping));
   for (size_t i = 0; i < members.size(); ++i) {
     if (i > 0) out->push_back(',');
@@ -180,7 +182,7 @@ Status AppendMembers(Value mapping, std::string* out) {
 // The system/developer turn with the declarations (nothing without tools or a leading
 // system/developer message).
 Status AppendDeveloperTurn(const OrderedJson& tools, const OrderedJson& messages, const RenderOptions& options,
-                                   std::string* out) {
+                                   PromptOut* out) {
   // messages[0]['role'] raises in jinja2 when there is no first message.
   Value first = messages.empty() ? nullptr : &messages[0];
   auto first_role = [&]() -> Result<Value> {
@@ -194,7 +196,7 @@ Status AppendDeveloperTurn(const OrderedJson& tools, const OrderedJson& messages
     open_turn = jinja::Equals(role, "system") || jinja::Equals(role, "developer");
   }
   if (!open_turn) return Status::Ok();
-  out->append(kStartOfTurn).append("developer\n");
+  out->control(kStartOfTurn).append("developer\n");
   FGEMMA_TRY(Value role, first_role());
   if (jinja::Equals(role, "system") || jinja::Equals(role, "developer")) {
     Value content = jinja::Get(first, "content");
@@ -212,25 +214,25 @@ Status AppendDeveloperTurn(const OrderedJson& tools, const OrderedJson& messages
   if (has_tools) {
     size_t index = 0;
     FGEMMA_RETURN_IF_ERROR(jinja::ForEach(&tools, [&](Value tool, bool) -> Status {
-      out->append("<start_function_declaration>");
+      out->control("<start_function_declaration>");
       FGEMMA_RETURN_IF_ERROR(AppendDeclaration(tool, FieldPath("tools", index++), out));
-      out->append("<end_function_declaration>");
+      out->control("<end_function_declaration>");
       return Status::Ok();
     }));
   }
-  out->append(kEndOfTurn).push_back('\n');
+  out->control(kEndOfTurn).push_back('\n');
   return Status::Ok();
 }
 
 // One assistant tool call. Arguments given as a string are printed verbatim after 20 spaces: the
 // template's `{# ... #}` comment line and the indentation of the next `{{ }}` survive whitespace
 // control there.
-Status AppendToolCall(Value call, const std::string& path, std::string* out) {
+Status AppendToolCall(Value call, const std::string& path, PromptOut* out) {
   Value fn = jinja::Get(call, "function");
   if (fn == nullptr) return InvalidArgument(path + ".function: undefined");
   Value name = jinja::Get(fn, "name");
   if (!jinja::IsString(name)) return InvalidArgument(path + ".function.name: must be a string to be concatenated");
-  out->append(kStartFunctionCall).append("call:").append(name->get_ref<const std::string&>()).push_back('{');
+  out->control(kStartFunctionCall).append("call:").append(name->get_ref<const std::string&>()).push_back('{');
   FGEMMA_TRY(bool has_arguments, jinja::Contains(fn, "arguments"));
   if (has_arguments) {
     Value args = jinja::Get(fn, "arguments");
@@ -241,23 +243,23 @@ Status AppendToolCall(Value call, const std::string& path, std::string* out) {
     }
   }
   out->push_back('}');
-  out->append(kEndFunctionCall);
+  out->control(kEndFunctionCall);
   return Status::Ok();
 }
 
-Status AppendResponse(Value name, Value response, std::string* out) {
-  out->append(kStartFunctionResponse).append("response:");
+Status AppendResponse(Value name, Value response, PromptOut* out) {
+  out->control(kStartFunctionResponse).append("response:");
   FGEMMA_RETURN_IF_ERROR(AppendTrimmed(name, out));
   out->push_back('{');
   FGEMMA_RETURN_IF_ERROR(AppendMembers(response, out));
   out->push_back('}');
-  out->append(kEndFunctionResponse);
+  out->control(kEndFunctionResponse);
   return Status::Ok();
 }
 
 // A tool message in any of the three shapes: a {name, response} mapping (or a mapping answered
 // under the message's `name`), a string under the message's `name`, or a list of such mappings.
-Status AppendToolMessage(Value message, const std::string& path, std::string* out) {
+Status AppendToolMessage(Value message, const std::string& path, PromptOut* out) {
   FGEMMA_TRY(bool has_content, jinja::Contains(message, "content"));
   Value content = jinja::Get(message, "content");
   if (!has_content || !jinja::Truthy(content)) return Status::Ok();
@@ -273,12 +275,12 @@ Status AppendToolMessage(Value message, const std::string& path, std::string* ou
   if (jinja::IsMapping(content)) return append_mapping(content, cpath);
   if (jinja::IsString(content)) {
     if (!message_has_name) return InvalidArgument(path + ": Invalid tool response: 'name' must be provided.");
-    out->append(kStartFunctionResponse).append("response:");
+    out->control(kStartFunctionResponse).append("response:");
     FGEMMA_RETURN_IF_ERROR(AppendTrimmed(jinja::Get(message, "name"), out));
     out->append("{value:");
     FGEMMA_RETURN_IF_ERROR(AppendFormattedArgument(content, false, out));
     out->push_back('}');
-    out->append(kEndFunctionResponse);
+    out->control(kEndFunctionResponse);
     return Status::Ok();
   }
   if (jinja::IsSequence(content)) {
@@ -294,12 +296,12 @@ Status AppendToolMessage(Value message, const std::string& path, std::string* ou
 }
 
 // The content of a user/assistant/system message (strings trimmed; text parts trimmed one by one).
-Status AppendContent(Value content, const std::string& path, std::string* out) {
+Status AppendContent(Value content, const std::string& path, PromptOut* out) {
   if (jinja::IsString(content)) return AppendTrimmed(content, out);
   if (jinja::IsSequence(content)) {
     return jinja::ForEach(content, [&](Value item, bool) -> Status {
       Value type = jinja::Get(item, "type");
-      if (jinja::Equals(type, "image")) out->append("<start_of_image>");
+      if (jinja::Equals(type, "image")) out->control("<start_of_image>");
       if (jinja::Equals(type, "text")) return AppendTrimmed(jinja::Get(item, "text"), out);
       return Status::Ok();
     });
@@ -308,7 +310,7 @@ Status AppendContent(Value content, const std::string& path, std::string* out) {
 }
 
 // The message loop and the generation prompt. `prev` is the template's ns.prev_message_type.
-Status AppendMessages(const OrderedJson& messages, size_t start, bool add_generation_prompt, std::string* out) {
+Status AppendMessages(const OrderedJson& messages, size_t start, bool add_generation_prompt, PromptOut* out) {
   enum class Prev { kNone, kContent, kToolCall, kToolResponse } prev = Prev::kNone;
   for (size_t i = start; i < messages.size(); ++i) {
     Value message = &messages[i];
@@ -317,7 +319,7 @@ Status AppendMessages(const OrderedJson& messages, size_t start, bool add_genera
     if (!jinja::Equals(role, "tool")) {
       if (prev != Prev::kToolResponse) {
         if (!jinja::IsString(role)) return InvalidArgument(path + ".role: must be a string to be concatenated");
-        out->append(kStartOfTurn).append(jinja::Equals(role, "assistant") ? "model" : role->get_ref<const std::string&>());
+        out->control(kStartOfTurn).append(jinja::Equals(role, "assistant") ? "model" : role->get_ref<const std::string&>());
         out->push_back('\n');
       }
       prev = Prev::kNone;
@@ -335,16 +337,16 @@ Status AppendMessages(const OrderedJson& messages, size_t start, bool add_genera
           return AppendToolCall(call, FieldPath(path + ".tool_calls", index++), out);
         }));
         // loop.last of the message loop: a trailing tool call opens the response for the caller.
-        if (i + 1 == messages.size()) out->append(kStartFunctionResponse);
+        if (i + 1 == messages.size()) out->control(kStartFunctionResponse);
         prev = Prev::kToolCall;
       }
     } else {
       FGEMMA_RETURN_IF_ERROR(AppendToolMessage(message, path, out));
       prev = Prev::kToolResponse;
     }
-    if (prev != Prev::kToolCall && prev != Prev::kToolResponse) out->append(kEndOfTurn).push_back('\n');
+    if (prev != Prev::kToolCall && prev != Prev::kToolResponse) out->control(kEndOfTurn).push_back('\n');
   }
-  if (add_generation_prompt && prev != Prev::kToolResponse) out->append(kStartOfTurn).append("model\n");
+  if (add_generation_prompt && prev != Prev::kToolResponse) out->control(kStartOfTurn).append("model\n");
   return Status::Ok();
 }
 
@@ -361,16 +363,17 @@ Status CheckMessagesList(const OrderedJson& messages) {
   return Status::Ok();
 }
 
-Result<std::string> Prefix(const OrderedJson& tools, const OrderedJson& messages, const RenderOptions& options) {
+Result<PromptOut> Prefix(const OrderedJson& tools, const OrderedJson& messages, const RenderOptions& options) {
   FGEMMA_RETURN_IF_ERROR(CheckMessagesList(messages));
-  std::string prefix = options.bos;
+  PromptOut prefix;
+  prefix.control(options.bos);
   FGEMMA_RETURN_IF_ERROR(AppendDeveloperTurn(tools, messages, options, &prefix));
   return prefix;
 }
 
-Result<std::string> Remainder(const OrderedJson& messages, const RenderOptions& options) {
+Result<PromptOut> Remainder(const OrderedJson& messages, const RenderOptions& options) {
   FGEMMA_RETURN_IF_ERROR(CheckMessagesList(messages));
-  std::string remainder;
+  PromptOut remainder;
   FGEMMA_RETURN_IF_ERROR(
       AppendMessages(messages, ConsumedByDeveloperTurn(messages), options.add_generation_prompt, &remainder));
   return remainder;
@@ -380,8 +383,12 @@ Result<std::string> Remainder(const OrderedJson& messages, const RenderOptions& 
 
 Result<PromptParts> RenderTemplateJson(const OrderedJson& tools, const OrderedJson& messages, const RenderOptions& options) {
   PromptParts parts;
-  FGEMMA_TRY(parts.prefix, Prefix(tools, messages, options));
-  FGEMMA_TRY(parts.remainder, Remainder(messages, options));
+  FGEMMA_TRY(PromptOut prefix, Prefix(tools, messages, options));
+  FGEMMA_TRY(PromptOut remainder, Remainder(messages, options));
+  parts.prefix_controls = prefix.controls();
+  parts.remainder_controls = remainder.controls();
+  parts.prefix = std::move(prefix.mutable_text());
+  parts.remainder = std::move(remainder.mutable_text());
   return parts;
 }
 
@@ -395,11 +402,13 @@ Result<std::string> RenderPrompt(const ChatRequest& request, const RenderOptions
 }
 
 Result<std::string> RenderCatalogPrefix(const ChatRequest& request, const RenderOptions& options) {
-  return Prefix(request.tools_json, request.messages_json, options);
+  FGEMMA_TRY(PromptOut prefix, Prefix(request.tools_json, request.messages_json, options));
+  return std::move(prefix.mutable_text());
 }
 
 Result<std::string> RenderRemainder(const ChatRequest& request, const RenderOptions& options) {
-  return Remainder(request.messages_json, options);
+  FGEMMA_TRY(PromptOut remainder, Remainder(request.messages_json, options));
+  return std::move(remainder.mutable_text());
 }
 
 }  // namespace fgemma

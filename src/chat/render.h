@@ -7,6 +7,10 @@
 #include <string>
 #include <string_view>
 
+#include <span>
+#include <vector>
+
+#include "chat/call_format.h"
 #include "chat/chat_json.h"
 #include "chat/request.h"
 #include "util/status.h"
@@ -35,9 +39,14 @@ Result<std::string> RenderPrompt(const ChatRequest& request, const RenderOptions
 // system/developer message and every function declaration, through "<end_of_turn>\n"); it depends
 // only on the tools and that message. `remainder` is everything after; prefix + remainder is
 // exactly RenderPrompt. Without tools or a leading system/developer message the prefix is only BOS.
+// Each part also lists where the template wrote its control tokens (<bos>, <start_of_turn>,
+// <escape>, ...): everything else is text, and client content among it never becomes a control token
+// (see EncodePromptText in runtime/prompt_tokens.h).
 struct PromptParts {
   std::string prefix;
   std::string remainder;
+  std::vector<PromptOut::Span> prefix_controls;
+  std::vector<PromptOut::Span> remainder_controls;
 };
 Result<PromptParts> RenderPromptParts(const ChatRequest& request, const RenderOptions& options = {});
 Result<std::string> RenderCatalogPrefix(const ChatRequest& request, const RenderOptions& options = {});

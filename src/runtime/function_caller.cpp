@@ -4,6 +4,7 @@
 
 #include "runtime/catalog_cache.h"
 #include "util/file_replace.h"
+#include "runtime/prompt_tokens.h"
 #include "util/mapped_file.h"
 #include "util/process_stats.h"
 
@@ -123,12 +124,26 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
   t.render_ms = (NowSeconds() - start) * 1000;
 
   double t0 = NowSeconds();
-  if (parts.prefix != prefix_text_) {
-    prefix_ids_ = tokenizer_.Encode(parts.prefix);
+  // Text and control positions key the cached ids: a description holding "<escape>" can render the
+  // same text as another catalog whose template wrote that "<escape>".
+  const bool trust = options_.trust_content_tokens;
+  auto same_controls = [&] {
+    if (parts.prefix_controls.size() != prefix_controls_.size()) return false;
+    for (size_t i = 0; i < prefix_controls_.size(); ++i) {
+      if (parts.prefix_controls[i].offset != prefix_controls_[i].offset) return false;
+    }
+    return true;
+  };
+  if (parts.prefix != prefix_text_ || !same_controls()) {
+    prefix_ids_ = EncodePromptText(tokenizer_, parts.prefix, parts.prefix_controls, trust);
     prefix_text_ = std::move(parts.prefix);
+    prefix_controls_ = std::move(parts.prefix_controls);
   }
   const std::vector<int32_t>& prefix = prefix_ids_;
-  const std::vector<int32_t> remainder = tokenizer_.Encode(parts.remainder);
+  const std::vector<int32_t> remainder = EncodePromptText(tokenizer_, parts.remainder, parts.remainder_controls, trust);
+  out.prompt_tokens.reserve(prefix.size() + remainder.size());
+  out.prompt_tokens.assign(prefix.begin(), prefix.end());
+  out.prompt_tokens.insert(out.prompt_tokens.end(), remainder.begin(), remainder.end());
   t.tokenize_ms = (NowSeconds() - t0) * 1000;
   if (remainder.empty()) return InvalidArgument("request renders no prompt after the catalog (no messages?)");
   // Leave room for at least a short answer; a longer one that runs out of context fails clearly.

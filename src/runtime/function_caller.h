@@ -32,6 +32,10 @@ struct FunctionCallerOptions {
   // max_tokens is the default cap (a request's limits.max_tokens replaces it); on_token is set by
   // Call for each request (CallRequest::on_token).
   ConstrainedOptions decoding;
+  // The plain Hugging Face tokenization of the prompt: control-token text inside client content
+  // (messages, tool names, descriptions, enum values, arguments) becomes control tokens. Off: only
+  // the template writes control tokens (see EncodePromptText in chat/render.h).
+  bool trust_content_tokens = false;
 };
 
 struct CallTiming {
@@ -52,6 +56,7 @@ struct CallOutcome {
   CallTiming timing;
   ConstrainedStats stats;
   std::vector<int32_t> output_tokens;
+  std::vector<int32_t> prompt_tokens;  // the whole prompt's ids: catalog prefix then remainder
 };
 
 class FunctionCaller {
@@ -92,6 +97,7 @@ class FunctionCaller {
   // The last catalog prefix's text and ids: a warm request with the same tools skips re-encoding it.
   std::string prefix_text_;
   std::vector<int32_t> prefix_ids_;
+  std::vector<PromptOut::Span> prefix_controls_;
   // The last request's compiled grammar (tools and tool_choice) and the allowed-token lists of its
   // structural states, reused while requests keep the same catalog and choice.
   std::string grammar_key_;

@@ -429,6 +429,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   fo.threads = options.threads;
   fo.context = options.context;
   fo.cache_path = options.cache_path;
+  fo.trust_content_tokens = options.trust_content_tokens;
   FGEMMA_TRY(impl->pool, CallerPool::Create(loaded, fo, options.sessions));
   // Workers well beyond the sessions: requests beyond the pool wait in Acquire (bounded by
   // --max-queue and --queue-timeout-ms) and slow clients, each cut after --read-timeout-s, cannot

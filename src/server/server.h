@@ -35,6 +35,7 @@ struct ServerOptions {
   size_t keep_alive_max = 100;     // requests per connection
   size_t http_workers = 0;         // 0 = max(64, 8 x sessions)
   std::string cache_path;          // optional catalog cache file for the pool's first session
+  bool trust_content_tokens = false;  // FunctionCallerOptions::trust_content_tokens
 };
 
 class Server {

@@ -67,19 +67,62 @@ Result<Tokenizer> Tokenizer::FromFile(const std::string& path) {
 }
 
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, const EncodeOptions& options) const {
+  const TextSegment whole{text, !options.parse_special};
+  EncodeOptions all = options;
+  all.parse_special = true;
+  return EncodeSegments(std::span<const TextSegment>(&whole, 1), all);
+}
+
+std::vector<int32_t> Tokenizer::EncodeSegments(std::span<const TextSegment> segments, const EncodeOptions& options) const {
   const TokenizerModel& m = *model_;
+  // One string, so that BPE sees the same stretches as it would in the concatenation, and for each
+  // byte the end of the trusted (non-content) run holding it (0 for content bytes).
+  std::string joined;
+  std::vector<size_t> trusted_end;
+  const bool single = segments.size() == 1;
+  if (!single) {
+    size_t total = 0;
+    for (const TextSegment& s : segments) total += s.text.size();
+    joined.reserve(total);
+    for (const TextSegment& s : segments) joined.append(s.text);
+  }
+  const std::string_view text = single ? segments[0].text : std::string_view(joined);
+  // Trusted runs as [begin, end) intervals, merged across adjacent non-content segments.
+  std::vector<std::pair<size_t, size_t>> runs;
+  if (options.parse_special) {
+    size_t offset = 0;
+    for (const TextSegment& s : segments) {
+      if (!s.is_content && !s.text.empty()) {
+        if (!runs.empty() && runs.back().second == offset) {
+          runs.back().second = offset + s.text.size();
+        } else {
+          runs.emplace_back(offset, offset + s.text.size());
+        }
+      }
+      offset += s.text.size();
+    }
+  }
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (options.add_bos && m.bos_id >= 0) out.push_back(m.bos_id);
   tokenizer_internal::BpeWorkspace ws;
-  const bool plain_only = !options.parse_special;
   size_t stretch_start = 0;
+  size_t run = 0;  // first run that does not end before pos
   for (size_t pos = 0; pos < text.size();) {
-    if (!m.added.MayStartWith(static_cast<uint8_t>(text[pos]), plain_only)) {
+    while (run < runs.size() && runs[run].second <= pos) ++run;
+    const bool trusted = run < runs.size() && runs[run].first <= pos;
+    if (!m.added.MayStartWith(static_cast<uint8_t>(text[pos]), !trusted)) {
       ++pos;
       continue;
     }
-    const tokenizer_internal::AddedMatch match = m.added.Match(text, pos, plain_only);
+    tokenizer_internal::AddedMatch match = m.added.Match(text, pos, !trusted);
+    if (trusted && match.id >= 0 && pos + match.length > runs[run].second) {
+      // A token running past the template's text is not the template's: the longest one within
+      // it, or a plain (whitespace) token, which may run on into content.
+      const tokenizer_internal::AddedMatch inside = m.added.Match(text.substr(0, runs[run].second), pos, false);
+      const tokenizer_internal::AddedMatch plain = m.added.Match(text, pos, true);
+      match = plain.length > inside.length ? plain : inside;
+    }
     if (match.id < 0) {
       ++pos;
       continue;

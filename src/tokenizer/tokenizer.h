@@ -55,6 +55,17 @@ struct EncodeOptions {
   bool parse_special = true;
 };
 
+// A piece of text to encode and whether it is client content. Content is encoded with special-token
+// recognition off, whatever EncodeOptions::parse_special says: an added token is matched as one id
+// only when it lies wholly inside one run of non-content segments (the chat template's own control
+// tokens). The whitespace-only added tokens ("\n", "\n\n", ...) still match anywhere, across
+// segment boundaries, and BPE merges run across them too, so text holding no control-token text
+// encodes exactly as Encode of the concatenation would.
+struct TextSegment {
+  std::string_view text;
+  bool is_content = true;
+};
+
 struct DecodeOptions {
   // Drop special tokens (<bos>, <eos>, <pad>, <start_of_turn>, <end_of_turn>, ...: Hugging Face's
   // `special: true`, GGUF's control type). FunctionGemma's function-calling tokens (ids 46-52) are not
@@ -94,6 +105,9 @@ class Tokenizer {
 
   // Never fails: every byte string has an encoding (see the file comment).
   std::vector<int32_t> Encode(std::string_view text, const EncodeOptions& options = {}) const;
+  // The concatenation of `segments`, with control tokens only from non-content segments (see
+  // TextSegment). options.parse_special = false turns them off everywhere.
+  std::vector<int32_t> EncodeSegments(std::span<const TextSegment> segments, const EncodeOptions& options = {}) const;
   // kOutOfRange naming the id and its position when an id is not in [0, vocab_size()).
   Result<std::string> Decode(std::span<const int32_t> ids, const DecodeOptions& options = {}) const;
 

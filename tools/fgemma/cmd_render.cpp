@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "chat/render.h"
+#include "runtime/prompt_tokens.h"
 #include "chat/request.h"
 #include "chat/template_id.h"
 #include "command.h"
@@ -16,6 +17,9 @@ struct RenderArgs {
   std::string request, model, chat_template, bos = "<bos>";
   bool no_generation_prompt = false;
   bool raw = false;
+  bool ids = false;                   // print token ids (needs --model or --tokenizer)
+  bool trust_content_tokens = false;  // with --ids
+  std::string tokenizer;
 };
 
 // The template kind of a --chat-template file: a .jinja file, or a JSON file with `chat_template`
@@ -51,6 +55,7 @@ int RunRender(const RenderArgs& a) {
   auto text = ReadFileToString(a.request);
   if (!text.ok()) return Fail(text.status().ToString());
   Result<std::string> prompt = std::string();
+  std::vector<PromptOut::Span> controls;
   if (a.raw) {
     auto body = ParseOrderedJson(*text, a.request);
     if (!body.ok()) return Fail(body.status().ToString());
@@ -63,14 +68,32 @@ int RunRender(const RenderArgs& a) {
     auto parts = RenderTemplateJson(body->value("tools", OrderedJson()), body->value("messages", OrderedJson()), options);
     if (!parts.ok()) return Fail(parts.status().WithContext(a.request).ToString());
     prompt = parts->prefix + parts->remainder;
+    controls = parts->prefix_controls;
+    for (PromptOut::Span c : parts->remainder_controls) controls.push_back({c.offset + parts->prefix.size(), c.length});
   } else {
     auto request = ParseChatRequestText(*text, a.request);
     if (!request.ok()) return Fail(request.status().ToString());
     for (const auto& w : request->warnings) std::fprintf(stderr, "fgemma: warning: %s\n", w.c_str());
     options.add_generation_prompt = request->add_generation_prompt && !a.no_generation_prompt;
-    prompt = RenderPrompt(*request, options);
-    if (!prompt.ok()) return Fail(prompt.status().WithContext(a.request).ToString());
+    auto parts = RenderPromptParts(*request, options);
+    if (!parts.ok()) return Fail(parts.status().WithContext(a.request).ToString());
+    prompt = parts->prefix + parts->remainder;
+    controls = parts->prefix_controls;
+    for (PromptOut::Span c : parts->remainder_controls) controls.push_back({c.offset + parts->prefix.size(), c.length});
   }
+  if (a.ids) {
+    if (a.model.empty() && a.tokenizer.empty()) return Fail("--ids needs --model or --tokenizer");
+    auto tokenizer = LoadTokenizerFor(a.model, a.tokenizer);
+    if (!tokenizer.ok()) return Fail(tokenizer.status().ToString());
+    const std::vector<int32_t> ids = EncodePromptText(*tokenizer, *prompt, controls, a.trust_content_tokens);
+    std::string line = "[";
+    for (size_t i = 0; i < ids.size(); ++i) line += (i ? "," : "") + std::to_string(ids[i]);
+    line += "]\n";
+    return std::fwrite(line.data(), 1, line.size(), stdout) == line.size() && std::fflush(stdout) == 0
+               ? 0
+               : Fail("writing the ids failed");
+  }
+  if (a.trust_content_tokens) return Fail("--trust-content-tokens applies to --ids only");
   if (std::fwrite(prompt->data(), 1, prompt->size(), stdout) != prompt->size()) return Fail("writing the prompt failed");
   return std::fflush(stdout) == 0 ? 0 : Fail("writing the prompt failed");
 }
@@ -86,6 +109,11 @@ CommandRegistration reg(50, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--chat-template", a->chat_template,
                   "check a chat template (.jinja, or tokenizer_config.json) and render as it would");
   cmd->add_option("--bos", a->bos, "text of the BOS token (default '<bos>'; '' when the tokenizer adds it)");
+  cmd->add_flag("--ids", a->ids, "print the prompt's token ids (a JSON array) instead of its text; needs --model or --tokenizer");
+  cmd->add_option("--tokenizer", a->tokenizer, "tokenizer.json or directory for --ids (default: the model's)");
+  cmd->add_flag("--trust-content-tokens", a->trust_content_tokens,
+                "with --ids: encode the prompt as one string with control tokens recognised anywhere, as Hugging "
+                "Face does (default: off, control tokens only where the template writes them)");
   cmd->add_flag("--raw", a->raw, "render tools/messages as given, without validating the request");
   return [a] { return RunRender(*a); };
 });

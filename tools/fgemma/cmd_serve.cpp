@@ -32,6 +32,9 @@ CommandRegistration reg(90, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--port", o->port, "port (0: any free port)")->capture_default_str();
   cmd->add_option("--api-key", o->api_key, "require Authorization: Bearer KEY on /v1/*");
   cmd->add_option("--sessions", o->sessions, "concurrent sessions sharing the model")->capture_default_str();
+  cmd->add_flag("--trust-content-tokens", o->trust_content_tokens,
+                "let control-token text in client content (messages, tool names, descriptions, enum values, "
+                "arguments) become control tokens, as Hugging Face does (default: off, content is text)");
   cmd->add_option("--threads", o->threads, "threads of the thread pool all sessions share")->capture_default_str();
   cmd->add_option("--model-name", o->model_name, "model id clients send (default: the model path's name)");
   cmd->add_option("--context", o->context, "positions per session (bounds the prompt)")->capture_default_str();

@@ -8,7 +8,7 @@ import ctypes
 import ctypes.util
 import os
 
-ABI_VERSION = 1  # FGEMMA_ABI_VERSION this package was written against
+ABI_VERSION = 2  # FGEMMA_ABI_VERSION this package was written against
 
 TOKEN_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.POINTER(ctypes.c_char), ctypes.c_size_t,
                                   ctypes.c_void_p)
@@ -21,7 +21,8 @@ class ModelParams(ctypes.Structure):
 class CallerParams(ctypes.Structure):
     _fields_ = [("cache_path", ctypes.c_char_p), ("n_ctx", ctypes.c_uint32), ("n_threads", ctypes.c_int32),
                 ("max_tokens", ctypes.c_uint32), ("time_budget_ms", ctypes.c_double),
-                ("restricted_head", ctypes.c_bool), ("jump_forward", ctypes.c_bool)]
+                ("restricted_head", ctypes.c_bool), ("jump_forward", ctypes.c_bool),
+                ("trust_content_tokens", ctypes.c_bool)]
 
 
 def _candidates():
@@ -60,6 +61,7 @@ def _declare(lib):
         "fgemma_caller_call_openai": (c.c_int, [P, c.c_char_p, TOKEN_CALLBACK, P]),
         "fgemma_caller_result_json": (c.c_int64, [P, c.c_char_p, c.c_size_t]),
         "fgemma_caller_cancel": (c.c_int, [P]),
+        "fgemma_caller_prompt_tokens": (c.c_int64, [P, c.POINTER(c.c_int32), c.c_size_t]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)

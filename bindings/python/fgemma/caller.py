@@ -67,7 +67,8 @@ class FunctionCaller:
     threads wait for each other); cancel() may be called from any thread. Close it, or use it as
     a context manager; a closed caller raises FgemmaError when used, never crashes."""
 
-    def __init__(self, model, tools, cache_path=None, context=4096, threads=0, max_tokens=0, time_budget_ms=0.0):
+    def __init__(self, model, tools, cache_path=None, context=4096, threads=0, max_tokens=0, time_budget_ms=0.0,
+                 trust_content_tokens=False):
         if not isinstance(model, Model):
             raise FgemmaError(INVALID_ARGUMENT, f"model: expected a fgemma.Model, got {type(model).__name__}")
         self._tools = _tools_json(tools)
@@ -82,6 +83,11 @@ class FunctionCaller:
             raise FgemmaError(INVALID_ARGUMENT, f"time_budget_ms: expected a non-negative number, got {time_budget_ms!r}")
         params.n_ctx, params.n_threads, params.max_tokens = context, threads, max_tokens
         params.time_budget_ms = float(time_budget_ms)
+        # False: control tokens only from the chat template ("<end_of_turn>" in a message is text);
+        # True: the plain Hugging Face tokenization, for content fully trusted.
+        if not isinstance(trust_content_tokens, bool):
+            raise FgemmaError(INVALID_ARGUMENT, f"trust_content_tokens: expected a bool, got {trust_content_tokens!r}")
+        params.trust_content_tokens = trust_content_tokens
         self._model = model
         model_handle = model._acquire()
         handle = ctypes.c_void_p()
@@ -166,6 +172,18 @@ class FunctionCaller:
         finally:
             stop.set()
             worker.join()
+
+    def prompt_tokens(self):
+        """Token ids of the prompt of the last call that ran (<bos>, catalog, messages)."""
+        lib = _native.lib()
+        with self._call_lock:
+            handle = self._live()
+            n = lib.fgemma_caller_prompt_tokens(handle, None, 0)
+            check(-n if n < 0 else 0)
+            ids = (ctypes.c_int32 * max(n, 1))()
+            n = lib.fgemma_caller_prompt_tokens(handle, ids, n)
+            check(-n if n < 0 else 0)
+            return list(ids[:n])
 
     def cancel(self):
         """Cancels the call in progress (it raises FgemmaError FGEMMA_ERR_CANCELLED) or, if none,

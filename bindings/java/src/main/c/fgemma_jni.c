@@ -98,7 +98,7 @@ JNIEXPORT jint JNICALL Java_dev_fgemma_Native_modelVocabSize(JNIEnv* env, jclass
 
 JNIEXPORT jlong JNICALL Java_dev_fgemma_Native_callerNew(JNIEnv* env, jclass cls, jlong model, jbyteArray cache,
                                                          jint n_ctx, jint n_threads, jint max_tokens,
-                                                         jdouble time_budget_ms) {
+                                                         jdouble time_budget_ms, jboolean trust_content_tokens) {
   (void)cls;
   int failed = 0;
   char* cache_path = c_string(env, cache, &failed);
@@ -110,6 +110,7 @@ JNIEXPORT jlong JNICALL Java_dev_fgemma_Native_callerNew(JNIEnv* env, jclass cls
     params.n_threads = n_threads;
     params.max_tokens = (uint32_t)max_tokens;
     params.time_budget_ms = time_budget_ms;
+    params.trust_content_tokens = trust_content_tokens == JNI_TRUE;
     const fgemma_status st = fgemma_caller_new((const fgemma_model*)(intptr_t)model, params, &caller);
     if (st != FGEMMA_OK) throw_last(env, st);
   }
@@ -194,4 +195,32 @@ JNIEXPORT void JNICALL Java_dev_fgemma_Native_callerCancel(JNIEnv* env, jclass c
   (void)cls;
   const fgemma_status st = fgemma_caller_cancel((fgemma_caller*)(intptr_t)caller);
   if (st != FGEMMA_OK) throw_last(env, st);
+}
+
+/* The prompt ids of the caller's last call, as an int[] (fgemma_caller_prompt_tokens). */
+JNIEXPORT jintArray JNICALL Java_dev_fgemma_Native_callerPromptTokens(JNIEnv* env, jclass cls, jlong caller) {
+  (void)cls;
+  fgemma_caller* c = (fgemma_caller*)(intptr_t)caller;
+  const int64_t n = fgemma_caller_prompt_tokens(c, NULL, 0);
+  if (n < 0) {
+    throw_last(env, (int)-n);
+    return NULL;
+  }
+  if (n > INT32_MAX) {
+    throw_status(env, FGEMMA_ERR_OUT_OF_RANGE, "prompt too long for a Java array");
+    return NULL;
+  }
+  jintArray out = (*env)->NewIntArray(env, (jsize)n);
+  if (out == NULL) return NULL; /* OutOfMemoryError pending */
+  if (n == 0) return out;
+  jint* ids = (*env)->GetIntArrayElements(env, out, NULL);
+  if (ids == NULL) return NULL;
+  /* jint is a 32-bit int like int32_t. */
+  const int64_t m = fgemma_caller_prompt_tokens(c, (int32_t*)ids, (size_t)n);
+  (*env)->ReleaseIntArrayElements(env, out, ids, 0);
+  if (m < 0) {
+    throw_last(env, (int)-m);
+    return NULL;
+  }
+  return out;
 }

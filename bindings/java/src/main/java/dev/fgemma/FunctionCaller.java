@@ -15,6 +15,10 @@ public final class FunctionCaller implements AutoCloseable {
     public int threads = 0;           // 0: all cores
     public int maxTokens = 0;         // 0: only the grammar's bounds
     public double timeBudgetMs = 0;   // 0: none
+    /** false: control tokens only from the chat template ("<end_of_turn>" typed in a message,
+     * tool name, description, enum value or argument is text). true: the plain Hugging Face
+     * tokenization, for content fully trusted. */
+    public boolean trustContentTokens = false;
   }
 
   private final Model model;
@@ -36,7 +40,7 @@ public final class FunctionCaller implements AutoCloseable {
     long m = model.acquire();
     try {
       handle = Native.callerNew(m, Native.utf8(p.cachePath), p.contextLength, p.threads, p.maxTokens,
-          p.timeBudgetMs);
+          p.timeBudgetMs, p.trustContentTokens);
     } catch (RuntimeException e) {
       model.release();
       throw e;
@@ -75,6 +79,15 @@ public final class FunctionCaller implements AutoCloseable {
       }
       byte[] json = Native.callerCall(h, tools, Native.utf8(messagesJson), Native.utf8(toolChoice), listener);
       return new CallResult(Native.string(json));
+    }
+  }
+
+  /** Token ids of the prompt of the last call that ran (bos, catalog, messages). */
+  public int[] promptTokens() {
+    synchronized (callLock) {
+      synchronized (stateLock) {
+        return Native.callerPromptTokens(live());
+      }
     }
   }
 

@@ -44,7 +44,9 @@ final class Native {
   static native int modelVocabSize(long model);
 
   static native long callerNew(long model, byte[] cachePath, int nCtx, int nThreads, int maxTokens,
-                               double timeBudgetMs);
+                               double timeBudgetMs, boolean trustContentTokens);
+
+  static native int[] callerPromptTokens(long caller);
 
   static native void callerFree(long caller);
 
