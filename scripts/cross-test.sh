@@ -56,6 +56,34 @@ for arch in "${archs[@]}"; do
     run=(qemu-i386)
     filter="$qemu_filter"
   fi
+  # The kernels chosen at run time from the CPU's hwcaps (kernels/cpu_features.h), each against its
+  # scalar reference and through the core goldens, under CPU models that have and lack the dot
+  # product. qemu-aarch64's default CPU (max) reports dotprod and i8mm, cortex-a53 neither; qemu-arm
+  # -cpu max runs vsdot without reporting it (forced by FGEMMA_ARM_TARGET), cortex-a15 traps it.
+  extra=()
+  case "$arch" in
+    aarch64) extra=("-cpu cortex-a53|") ;;
+    armhf) extra=("-cpu cortex-a15|" "-cpu max|NEON_DOTPROD") ;;
+  esac
+  for e in "${extra[@]}"; do
+    cpu="${e%%|*}" forced="${e#*|}"
+    for t in kernels core; do
+      f="$filter"
+      [ "$t" = core ] && f="*Golden*:*Forward*:*Mini*:*Tiny*:$filter"
+      echo "== $arch: $t tests under ${run[*]} $cpu${forced:+ with FGEMMA_ARM_TARGET=$forced}"
+      start=$SECONDS
+      rc=0
+      # shellcheck disable=SC2086
+      FGEMMA_ARM_TARGET="$forced" timeout 300 "${run[@]}" $cpu "$dir/tests/fgemma_${t}_tests" --gtest_filter="$f" \
+        --gtest_brief=1 || rc=$?
+      if ((rc == 0)); then
+        echo "== $arch: $t passed ($cpu) in $((SECONDS - start)) s"
+      else
+        echo "== $arch: $t FAILED ($cpu, exit $rc) after $((SECONDS - start)) s" >&2
+        failed+=("$arch/$t($cpu)")
+      fi
+    done
+  done
   for t in core tokenizer chat kernels util; do
     echo "== $arch: $t tests"
     start=$SECONDS
