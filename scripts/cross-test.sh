@@ -57,19 +57,22 @@ for arch in "${archs[@]}"; do
     filter="$qemu_filter"
   fi
   # The kernels chosen at run time from the CPU's hwcaps (kernels/cpu_features.h), each against its
-  # scalar reference and through the core goldens, under CPU models that have and lack the dot
-  # product. qemu-aarch64's default CPU (max) reports dotprod and i8mm, cortex-a53 neither; qemu-arm
-  # -cpu max runs vsdot without reporting it (forced by FGEMMA_ARM_TARGET), cortex-a15 traps it.
+  # scalar reference, and core goldens, under CPU models that lack and have the dot product
+  # (about 1.5 min). qemu-aarch64's default CPU (max, the main run below) reports dotprod and i8mm,
+  # cortex-a53 neither; qemu-arm's default and -cpu max run vsdot without reporting it (so the main
+  # run is NEON, and FGEMMA_ARM_TARGET forces the dot product), cortex-a15 traps it. The quantized
+  # GGUF goldens (the dot-product matrices, about 40 s) run where that path is new to the binary.
+  goldens='*TinyGolden.Logits*:*MiniGolden*'
   extra=()
   case "$arch" in
-    aarch64) extra=("-cpu cortex-a53|") ;;
-    armhf) extra=("-cpu cortex-a15|" "-cpu max|NEON_DOTPROD") ;;
+    aarch64) extra=("-cpu cortex-a53||$goldens") ;;
+    armhf) extra=("-cpu cortex-a15||$goldens" "-cpu max|NEON_DOTPROD|$goldens:*GgufQuantized*") ;;
   esac
   for e in "${extra[@]}"; do
-    cpu="${e%%|*}" forced="${e#*|}"
+    IFS='|' read -r cpu forced core <<<"$e"
     for t in kernels core; do
       f="$filter"
-      [ "$t" = core ] && f="*Golden*:*Forward*:*Mini*:*Tiny*:$filter"
+      [ "$t" = core ] && f="$core:$filter"
       echo "== $arch: $t tests under ${run[*]} $cpu${forced:+ with FGEMMA_ARM_TARGET=$forced}"
       start=$SECONDS
       rc=0
