@@ -32,9 +32,9 @@ fi
 for type in q8_0 q4_0; do
   [ -f "$work/270m-$type.gguf" ] || "$host" convert --model "$work/270m" --type "$type" --out "$work/270m-$type.gguf" >/dev/null
 done
-# count ARCH CPU FORCED TYPE ARGS...: guest instructions of a bench run, the fewer of two (the
-# thread pool's spin-wait before sleeping adds a few tens of millions of instructions that depend on
-# the host's timing; counting only adds, so the minimum is the closer estimate).
+# count ARCH CPU FORCED TYPE ARGS...: guest instructions of a bench run, the fewer of two. Counts of
+# identical runs differ by up to ~130M (with one thread no pool worker spins; the source is not
+# identified yet), which moves a decode figure by up to ~8M: read the table to about +-10%.
 count() {
   local a b
   a=$(count_once "$@")
