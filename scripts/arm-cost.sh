@@ -34,7 +34,8 @@ for type in q8_0 q4_0; do
 done
 # count ARCH CPU FORCED TYPE ARGS...: guest instructions of a bench run, the fewer of two. Counts of
 # identical runs differ by up to ~130M (with one thread no pool worker spins; the source is not
-# identified yet), which moves a decode figure by up to ~8M: read the table to about +-10%.
+# identified yet); decode figures moved by up to ~25M per token between invocations, prefill ones
+# by up to ~4M.
 count() {
   local a b
   a=$(count_once "$@")
