@@ -56,6 +56,37 @@ for arch in "${archs[@]}"; do
     run=(qemu-i386)
     filter="$qemu_filter"
   fi
+  # The kernels chosen at run time from the CPU's hwcaps (kernels/cpu_features.h), each against its
+  # scalar reference, and core goldens, under CPU models that lack and have the dot product
+  # (about 1.5 min). qemu-aarch64's default CPU (max, the main run below) reports dotprod and i8mm,
+  # cortex-a53 neither; qemu-arm's default and -cpu max run vsdot without reporting it (so the main
+  # run is NEON, and FGEMMA_ARM_TARGET forces the dot product), cortex-a15 traps it. The quantized
+  # GGUF goldens (the dot-product matrices, about 40 s) run where that path is new to the binary.
+  goldens='*TinyGolden.Logits*:*MiniGolden*'
+  extra=()
+  case "$arch" in
+    aarch64) extra=("-cpu cortex-a53||$goldens") ;;
+    armhf) extra=("-cpu cortex-a15||$goldens" "-cpu max|NEON_DOTPROD|$goldens:*GgufQuantized*") ;;
+  esac
+  for e in "${extra[@]}"; do
+    IFS='|' read -r cpu forced core <<<"$e"
+    for t in kernels core; do
+      f="$filter"
+      [ "$t" = core ] && f="$core:$filter"
+      echo "== $arch: $t tests under ${run[*]} $cpu${forced:+ with FGEMMA_ARM_TARGET=$forced}"
+      start=$SECONDS
+      rc=0
+      # shellcheck disable=SC2086
+      FGEMMA_ARM_TARGET="$forced" timeout 300 "${run[@]}" $cpu "$dir/tests/fgemma_${t}_tests" --gtest_filter="$f" \
+        --gtest_brief=1 || rc=$?
+      if ((rc == 0)); then
+        echo "== $arch: $t passed ($cpu) in $((SECONDS - start)) s"
+      else
+        echo "== $arch: $t FAILED ($cpu, exit $rc) after $((SECONDS - start)) s" >&2
+        failed+=("$arch/$t($cpu)")
+      fi
+    done
+  done
   for t in core tokenizer chat kernels util; do
     echo "== $arch: $t tests"
     start=$SECONDS

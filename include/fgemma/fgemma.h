@@ -158,6 +158,9 @@ FGEMMA_API int64_t fgemma_caller_result_json(const fgemma_caller* caller, char* 
  * it cancels returns FGEMMA_ERR_CANCELLED and clears the request. */
 FGEMMA_API fgemma_status fgemma_caller_cancel(fgemma_caller* caller);
 
+/* The kernels chosen at run time for this CPU ("AVX3_DL", "AVX2", "NEON", "NEON_DOTPROD", ...). */
+FGEMMA_API const char* fgemma_kernel_target(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "capi/capi_internal.h"
+#include "kernels/matmul.h"
 #include "util/version.h"
 
 namespace fgemma::capi {
@@ -54,6 +55,8 @@ extern "C" {
 
 FGEMMA_API int32_t fgemma_abi_version(void) { return FGEMMA_ABI_VERSION; }
 FGEMMA_API const char* fgemma_version(void) { return fgemma::VersionString(); }
+
+FGEMMA_API const char* fgemma_kernel_target(void) { return fgemma::KernelTargetName(); }
 
 FGEMMA_API const char* fgemma_status_name(fgemma_status status) {
   switch (status) {

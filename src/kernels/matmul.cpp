@@ -19,9 +19,12 @@ const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "kernels/cpu_features.h"
 
 namespace fgemma {
 HWY_EXPORT(TargetNameImpl);
@@ -51,6 +54,11 @@ void MatMul(const KernelMatrix& w, const Activations& a, float* y, size_t y_stri
   }
   HWY_DASSERT(w.cols % kQuantBlockValues == 0);
   if (a.packed != nullptr) {
+    if (w.repacked != nullptr && row_begin % kernels_internal::kArmPanelRows == 0 &&
+        kernels_internal::ArmDotActive()) {
+      kernels_internal::MatMulArmDot(w, a, y, y_stride, row_begin, row_end);
+      return;
+    }
     kernels_internal::MatMulQuant(w, a, y, y_stride, row_begin, row_end);
     return;
   }
@@ -59,10 +67,25 @@ void MatMul(const KernelMatrix& w, const Activations& a, float* y, size_t y_stri
   scratch.resize(PackedActivationBytes(w.dtype, w.cols, a.num_tokens));
   Activations packed = a;
   PackActivations(w.dtype, w.cols, &packed, scratch.data());
-  kernels_internal::MatMulQuant(w, packed, y, y_stride, row_begin, row_end);
+  MatMul(w, packed, y, y_stride, row_begin, row_end);
 }
 
-const char* KernelTargetName() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
+namespace {
+// The Arm dot-product target as SetKernelTarget forced it: -1 automatic (DetectedArmTarget()),
+// else an ArmTarget.
+std::atomic<int> forced_arm_target{-1};
+ArmTarget RunningArmTarget() {
+  const int forced = forced_arm_target.load(std::memory_order_relaxed);
+  return forced < 0 ? DetectedArmTarget() : static_cast<ArmTarget>(forced);
+}
+}  // namespace
+
+bool kernels_internal::ArmDotActive() { return RunningArmTarget() == ArmTarget::kNeonDotprod; }
+
+const char* KernelTargetName() {
+  if (kernels_internal::ArmDotActive()) return ArmTargetName(ArmTarget::kNeonDotprod);
+  return HWY_DYNAMIC_DISPATCH(TargetNameImpl)();
+}
 
 namespace {
 // Targets compiled in and supported by this CPU, best first; captured before any forcing.
@@ -74,6 +97,7 @@ const std::vector<int64_t>& AvailableTargets() {
 
 std::vector<std::string> KernelTargets() {
   std::vector<std::string> names;
+  if (DetectedArmTarget() == ArmTarget::kNeonDotprod) names.emplace_back(ArmTargetName(ArmTarget::kNeonDotprod));
   for (int64_t t : AvailableTargets()) names.emplace_back(hwy::TargetName(t));
   return names;
 }
@@ -82,10 +106,18 @@ bool SetKernelTarget(const std::string& name) {
   const std::vector<int64_t>& targets = AvailableTargets();
   if (name.empty()) {
     hwy::SetSupportedTargetsForTest(0);
+    forced_arm_target = -1;
+    return true;
+  }
+  // The Arm dot product runs beside Highway's best target (for the other operations).
+  if (DetectedArmTarget() == ArmTarget::kNeonDotprod && name == ArmTargetName(ArmTarget::kNeonDotprod)) {
+    hwy::SetSupportedTargetsForTest(0);
+    forced_arm_target = static_cast<int>(ArmTarget::kNeonDotprod);
     return true;
   }
   for (int64_t t : targets) {
     if (name == hwy::TargetName(t)) {
+      forced_arm_target = static_cast<int>(DetectedArmTarget() == ArmTarget::kNone ? ArmTarget::kNone : ArmTarget::kNeon);
       hwy::SetSupportedTargetsForTest(t);
       return true;
     }

@@ -72,21 +72,24 @@ void MatMulReference(const TensorView& w, const Activations& a, float* y, size_t
                      size_t row_end);
 
 // Repacked weights. On AVX-512 VNNI the quantized matrices (q8_0, q4_0) are repacked into a copy
-// that interleaves 16 rows (kernels/matmul_internal.h). With w.repacked set, MatMul reads the copy
-// for row slices that start at a multiple of 16 rows (the runtime's slices always do) and computes
+// that interleaves 16 rows, on Arm with the int8 dot product into panels of 4 rows
+// (kernels/matmul_internal.h). With w.repacked set, MatMul reads the copy for row slices that start
+// at a panel (a multiple of 16 rows: the runtime's slices always do) and computes
 // every output exactly as the per-token order below, whatever the number of tokens:
 //   y = fold over blocks b: y = fma(float(int32 dot of block b), float(dw_b * dx_b), y), from 0,
 // so a batch of tokens gives bit-identical outputs to the same tokens one at a time.
 //
-// Rows [r0, r1) of `w` as a matrix of their own; keeps the repacked copy when r0 is a multiple of
-// 16 (a whole panel), else drops it. The interleaved kernels' output rows do not depend on the
+// Rows [r0, r1) of `w` as a matrix of their own; keeps the repacked copy when r0 starts a panel
+// (a multiple of 16 rows, or of 4 on Arm), else drops it. The interleaved kernels' output rows do not depend on the
 // slicing, so a slice gives the same bits as the same rows of the whole matrix.
 KernelMatrix RowSlice(const KernelMatrix& w, size_t r0, size_t r1);
 // Row r as float32, like DequantizeRow, but read from the repacked copy when there is one (the
 // stored pages of a repacked matrix were released at load; reading them back would grow RSS).
 void LookupRow(const KernelMatrix& w, size_t r, float* out);
 
-// The SIMD target chosen at run time ("AVX3_DL", "AVX3", "AVX2", "SSE4", "NEON", "SCALAR", ...).
+// The SIMD target chosen at run time ("AVX3_DL", "AVX3", "AVX2", "SSE4", "NEON", "NEON_DOTPROD",
+// "SCALAR", ...). NEON_DOTPROD: Arm's dot-product matrix kernels (kernels/cpu_features.h) beside
+// Highway's NEON ones.
 const char* KernelTargetName();
 
 // Tests and benchmarks: the targets compiled into this binary that this CPU runs, best first.

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/matmul.h"
+#include "kernels/matmul_arm_dot.h"
 #include "kernels/matmul_internal.h"
 #include "util/float_types.h"
 
@@ -23,41 +24,78 @@ size_t InterleavedPanelBytes(DType type, size_t cols) {
   return InterleavedScaleBytes(cols) + cols / kBlockValues * InterleavedBlockBytes(type);
 }
 
+PanelFormat ActivePanelFormat() {
+  if (ArmDotActive()) return {kArmPanelRows, 4, 0u, 0x88888888u};
+  return {kInterleaveRows, 2, 0x80808080u, 0u};
+}
+
 size_t InterleavedWeightBytes(const TensorView& w) {
   if (!DTypeIsQuantized(w.dtype) || w.cols % kBlockValues != 0 || !InterleavedKernelAvailable()) return 0;
-  const size_t panels = (w.rows + kInterleaveRows - 1) / kInterleaveRows;
-  return panels * InterleavedPanelBytes(w.dtype, w.cols);
+  const PanelFormat f = ActivePanelFormat();
+  return (w.rows + f.rows - 1) / f.rows * f.panel_bytes(w.dtype, w.cols);
 }
 
 void InterleaveWeights(const TensorView& w, void* out) {
+  const PanelFormat f = ActivePanelFormat();
   const size_t nb = w.cols / kBlockValues, block_bytes = DTypeBlockBytes(w.dtype);
-  const size_t panel_bytes = InterleavedPanelBytes(w.dtype, w.cols);
-  const size_t scale_bytes = InterleavedScaleBytes(w.cols);
-  const size_t group_bytes = InterleavedBlockBytes(w.dtype);
+  const size_t panel_bytes = f.panel_bytes(w.dtype, w.cols);
+  const size_t scale_bytes = f.scale_bytes(w.cols);
+  const size_t group_bytes = f.block_bytes(w.dtype);
   const bool q8 = w.dtype == DType::kQ8_0;
-  const size_t panels = (w.rows + kInterleaveRows - 1) / kInterleaveRows;
+  const size_t panels = (w.rows + f.rows - 1) / f.rows;
   uint8_t* dst = static_cast<uint8_t*>(out);
   std::memset(dst, 0, panels * panel_bytes);  // padded rows: scale 0, weights 0
   for (size_t r = 0; r < w.rows; ++r) {
-    uint8_t* panel = dst + r / kInterleaveRows * panel_bytes;
-    const size_t lane = r % kInterleaveRows;
+    uint8_t* panel = dst + r / f.rows * panel_bytes;
+    const size_t lane = r % f.rows;
     const uint8_t* src = w.row(r);
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* blk = src + b * block_bytes;
-      std::memcpy(panel + (b * kInterleaveRows + lane) * 2, blk, 2);
+      if (f.scale_size == 2) {
+        std::memcpy(panel + (b * f.rows + lane) * 2, blk, 2);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, blk, 2);
+        const float d = F16ToF32(h);  // exact
+        std::memcpy(panel + (b * f.rows + lane) * 4, &d, 4);
+      }
       uint8_t* q = panel + scale_bytes + b * group_bytes + lane * 4;
-      // q8_0: 8 groups of 4 signed bytes, stored as w + 128 (flip each sign bit); q4_0: 4 groups of
-      // 4 bytes moved as they are (each byte holds an element of group j and of group j + 4).
-      const uint32_t flip = q8 ? 0x80808080u : 0u;
+      // q8_0: 8 groups of 4 signed bytes (VNNI: stored as w + 128, each sign bit flipped); q4_0: 4
+      // groups of 4 bytes (each byte holds an element of group j and of group j + 4).
+      const uint32_t flip = q8 ? f.q8_flip : f.q4_flip;
       for (size_t g = 0; g < (q8 ? 8u : 4u); ++g) {
         uint32_t four;
         std::memcpy(&four, blk + kValuesAt + 4 * g, 4);
         four ^= flip;
-        std::memcpy(q + g * 64, &four, 4);
+        std::memcpy(q + g * f.rows * 4, &four, 4);
       }
     }
   }
 }
+
+#if defined(FGEMMA_ARM_DOT)
+void MatMulArmDot(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+                  size_t row_end) {
+  const PanelFormat f = ActivePanelFormat();
+  const QuantLayout layout = QuantLayoutFor(w.cols);
+  ArmDotJob job;
+  job.panel_bytes = f.panel_bytes(w.dtype, w.cols);
+  job.panels = static_cast<const uint8_t*>(w.repacked) + row_begin / f.rows * job.panel_bytes;
+  job.scale_bytes = f.scale_bytes(w.cols);
+  job.blocks = layout.blocks;
+  job.q4 = w.dtype == DType::kQ4_0;
+  job.packed = static_cast<const uint8_t*>(a.packed);
+  job.packed_stride = a.packed_stride;
+  job.d8_offset = layout.d8_offset;
+  job.tokens = a.num_tokens;
+  job.y = y + row_begin;
+  job.y_stride = y_stride;
+  job.rows = row_end - row_begin;
+  ArmDotMatMul(job);
+}
+#else
+void MatMulArmDot(const KernelMatrix&, const Activations&, float*, size_t, size_t, size_t) {}
+#endif
 
 void MatMulInterleavedReference(const TensorView& w, const Activations& a, float* y, size_t y_stride,
                                 size_t row_begin, size_t row_end) {
@@ -96,7 +134,6 @@ void MatMulInterleavedReference(const TensorView& w, const Activations& a, float
 
 }  // namespace kernels_internal
 
-using kernels_internal::kInterleaveRows;
 using kernels_internal::kBlockValues;
 
 KernelMatrix RowSlice(const KernelMatrix& w, size_t r0, size_t r1) {
@@ -104,9 +141,9 @@ KernelMatrix RowSlice(const KernelMatrix& w, size_t r0, size_t r1) {
   s.data = w.row(r0);
   s.rows = r1 - r0;
   s.repacked = nullptr;
-  if (w.repacked != nullptr && r0 % kInterleaveRows == 0) {
-    s.repacked = static_cast<const uint8_t*>(w.repacked) +
-                 r0 / kInterleaveRows * kernels_internal::InterleavedPanelBytes(w.dtype, w.cols);
+  const kernels_internal::PanelFormat f = kernels_internal::ActivePanelFormat();
+  if (w.repacked != nullptr && r0 % f.rows == 0) {
+    s.repacked = static_cast<const uint8_t*>(w.repacked) + r0 / f.rows * f.panel_bytes(w.dtype, w.cols);
   }
   return s;
 }
@@ -116,23 +153,29 @@ void LookupRow(const KernelMatrix& w, size_t r, float* out) {
     DequantizeRow(w, r, out);
     return;
   }
-  const size_t nb = w.cols / kBlockValues, lane = r % kInterleaveRows;
+  const kernels_internal::PanelFormat f = kernels_internal::ActivePanelFormat();
+  const size_t nb = w.cols / kBlockValues, lane = r % f.rows;
   const bool q8 = w.dtype == DType::kQ8_0;
-  const uint8_t* panel = static_cast<const uint8_t*>(w.repacked) +
-                         r / kInterleaveRows * kernels_internal::InterleavedPanelBytes(w.dtype, w.cols);
-  const size_t scale_bytes = kernels_internal::InterleavedScaleBytes(w.cols);
-  const size_t group_bytes = kernels_internal::InterleavedBlockBytes(w.dtype);
+  const uint8_t* panel = static_cast<const uint8_t*>(w.repacked) + r / f.rows * f.panel_bytes(w.dtype, w.cols);
+  const size_t scale_bytes = f.scale_bytes(w.cols);
+  const size_t group_bytes = f.block_bytes(w.dtype);
+  const uint32_t flip = q8 ? f.q8_flip : f.q4_flip;
   for (size_t b = 0; b < nb; ++b) {
-    uint16_t h;
-    std::memcpy(&h, panel + (b * kInterleaveRows + lane) * 2, 2);
-    const float d = F16ToF32(h);
+    float d;
+    if (f.scale_size == 2) {
+      uint16_t h;
+      std::memcpy(&h, panel + (b * f.rows + lane) * 2, 2);
+      d = F16ToF32(h);
+    } else {
+      std::memcpy(&d, panel + (b * f.rows + lane) * 4, 4);
+    }
     const uint8_t* q = panel + scale_bytes + b * group_bytes + lane * 4;
     float* o = out + b * kBlockValues;
     for (size_t g = 0; g < (q8 ? 8u : 4u); ++g) {
       for (size_t i = 0; i < 4; ++i) {
-        const uint8_t byte = q[g * 64 + i];
+        const uint8_t byte = q[g * f.rows * 4 + i] ^ static_cast<uint8_t>(flip);  // back to the stored byte
         if (q8) {
-          o[4 * g + i] = d * static_cast<float>(static_cast<int>(byte) - 128);
+          o[4 * g + i] = d * static_cast<float>(static_cast<int8_t>(byte));
         } else {
           o[4 * g + i] = d * static_cast<float>((byte & 15) - 8);
           o[kBlockValues / 2 + 4 * g + i] = d * static_cast<float>((byte >> 4) - 8);
@@ -150,15 +193,16 @@ void MatMulRows(const KernelMatrix& w, const Activations& a, std::span<const int
     }
     return;
   }
-  // Interleaved rows come 16 to a panel: compute the row's whole panel (the same bits as the full
+  // Interleaved rows come 16 (or 4) to a panel: compute the row's whole panel (the same bits as the full
   // matrix gives that row), reusing it for neighbouring rows.
-  float panel[kInterleaveRows];
+  const size_t panel_rows = kernels_internal::ActivePanelFormat().rows;
+  float panel[kernels_internal::kInterleaveRows];
   size_t panel_row = SIZE_MAX;
   for (size_t i = 0; i < rows.size(); ++i) {
     const size_t row = static_cast<size_t>(rows[i]);
-    if (row / kInterleaveRows * kInterleaveRows != panel_row) {
-      panel_row = row / kInterleaveRows * kInterleaveRows;
-      const size_t end = std::min(w.rows, panel_row + kInterleaveRows);
+    if (row / panel_rows * panel_rows != panel_row) {
+      panel_row = row / panel_rows * panel_rows;
+      const size_t end = std::min(w.rows, panel_row + panel_rows);
       MatMul(RowSlice(w, panel_row, end), a, panel, 0, 0, end - panel_row);
     }
     y[i] = panel[row - panel_row];

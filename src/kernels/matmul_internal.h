@@ -65,6 +65,35 @@ inline size_t InterleavedScaleBytes(size_t cols) {  // nb * 16 f16 scales, padde
   return (cols / kQuantBlockValues * kInterleaveRows * 2 + 63) / 64 * 64;
 }
 
+// Arm dot-product panels (kernels/matmul_arm_dot.cpp, when the CPU has sdot / vsdot): the same
+// arrangement with 4 rows per panel, f32 scales and signed values, so one 16-byte vector is one
+// group of 4 rows for a by-element sdot against the token's group g:
+//   float   scale[nb][4]            block scales widened exactly from f16 (region padded to 64)
+//   q8_0: int8_t q[nb][8][4][4]     group g of row r at [b][g][r], as stored
+//   q4_0: uint8_t q[nb][4][4][4]    as the interleave above, each nibble stored as (w + 8) ^ 8 (w in
+//                                   4-bit two's complement: shifted left 4 it is the int8 16 * w)
+// PanelFormat describes the layout of the running target; the accessors below use it.
+constexpr size_t kArmPanelRows = 4;
+struct PanelFormat {
+  size_t rows;         // rows per panel
+  size_t scale_size;   // bytes per scale: 2 (f16) or 4 (f32)
+  uint32_t q8_flip;    // XORed into each 4 bytes of q8_0 values
+  uint32_t q4_flip;    // XORed into each 4 bytes of q4_0 values
+  size_t scale_bytes(size_t cols) const { return (cols / kQuantBlockValues * rows * scale_size + 63) / 64 * 64; }
+  size_t block_bytes(DType type) const { return rows * (DTypeBlockBytes(type) - kQuantBlockScaleBytes); }
+  size_t panel_bytes(DType type, size_t cols) const {
+    return scale_bytes(cols) + cols / kQuantBlockValues * block_bytes(type);
+  }
+};
+// The layout the running target reads (the VNNI one where no Arm dot product runs).
+PanelFormat ActivePanelFormat();
+// The Arm dot-product kernels run (Arm builds on CPUs with the dot product; kernels/cpu_features.h
+// and SetKernelTarget decide).
+bool ArmDotActive();
+// MatMul on a matrix in the Arm panel layout, row_begin a multiple of kArmPanelRows, a.packed set.
+void MatMulArmDot(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+                  size_t row_end);
+
 // Bytes of the interleaved copy of `w`, or 0 when the running target has no use for one (other
 // types, other targets). InterleaveWeights fills `out` (64-byte aligned). PrepareWeights makes
 // these copies for a model; tests and the benchmark make them directly.

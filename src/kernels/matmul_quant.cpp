@@ -520,7 +520,9 @@ void MatMulQuant(const KernelMatrix& w, const Activations& a, float* y, size_t y
 void PackQuant(size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out) {
   HWY_DYNAMIC_DISPATCH(PackQuantImpl)(cols, x, x_stride, num_tokens, out);
 }
-bool InterleavedKernelAvailable() { return HWY_DYNAMIC_DISPATCH(InterleavedKernelAvailableImpl)(); }
+bool InterleavedKernelAvailable() {
+  return ArmDotActive() || HWY_DYNAMIC_DISPATCH(InterleavedKernelAvailableImpl)();
+}
 }  // namespace kernels_internal
 }  // namespace fgemma
 #endif  // HWY_ONCE

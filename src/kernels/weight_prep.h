@@ -1,6 +1,7 @@
 // Weight preparation: a model hands its matrices to the kernels once, at load, and the kernels of
 // the running SIMD target may repack them into a layout of their own (today the AVX-512 VNNI
-// kernels' 16-row interleave of q8_0/q4_0 matrices, kernels/matmul_internal.h). Callers see only
+// kernels' 16-row interleave of q8_0/q4_0 matrices, or the 4-row panels of Arm's dot-product
+// kernels, kernels/matmul_internal.h). Callers see only
 // KernelMatrix::repacked (opaque) and an owner object; layouts, buffers and the environment switch
 // stay in kernels/.
 #pragma once
@@ -20,7 +21,8 @@ class PreparedWeights {
   // Bytes of the repacked copies (0 when every matrix is used as stored).
   size_t repacked_bytes() const { return bytes_; }
   // The name of the layout the kernels read the matrices in: "" for the stored layout,
-  // "interleaved" for AVX-512 VNNI's row interleave. Repacked kernels may round differently from
+  // "interleaved" for AVX-512 VNNI's row interleave or Arm's dot-product panels (the SIMD target
+  // name tells them apart). Repacked kernels may round differently from
   // the stored layout's, so state computed with them (cache files) binds this with the SIMD target.
   const std::string& layout() const { return layout_; }
 

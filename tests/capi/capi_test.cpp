@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 
 #include "fgemma/fgemma.h"
+#include "kernels/matmul.h"
 #include "test_support.h"
 #include "util/mapped_file.h"
 
@@ -50,6 +52,9 @@ TEST(CapiBasics, VersionAndStatusNames) {
   EXPECT_EQ(fgemma_abi_version(), FGEMMA_ABI_VERSION);
   EXPECT_STREQ(fgemma_status_name(FGEMMA_ERR_BUDGET), "budget exhausted");
   EXPECT_STREQ(fgemma_status_name(static_cast<fgemma_status>(99)), "unknown status");
+  // The kernels chosen for this CPU, as `fgemma bench` and `fgemma --version` print them.
+  EXPECT_STREQ(fgemma_kernel_target(), fgemma::KernelTargetName());
+  EXPECT_GT(std::strlen(fgemma_kernel_target()), 0u);
 }
 
 TEST(CapiBasics, MissingModelIsNotFoundWithMessage) {

@@ -3,6 +3,7 @@
 
 #include <fstream>
 
+#include "kernels/matmul.h"
 #include "test_support.h"
 #include "util/json.h"
 #include "util/mapped_file.h"
@@ -85,6 +86,14 @@ TEST(Cli, CallRefusesANonRegularCacheAndNeverWritesThroughALink) {
   EXPECT_EQ(test::RunCommand(call + " --cache " + dir + "/c.kv 'lights on' 2>&1", &out), 0) << out;
   EXPECT_EQ(ReadFileToString(dir + "/victim").value(), "precious");
   EXPECT_TRUE(ReadFileToString(dir + "/c.kv").ok());
+}
+
+// --version names the kernels chosen for this CPU (as bench and fgemma_kernel_target do).
+TEST(Cli, VersionNamesTheKernelTarget) {
+  std::string out;
+  ASSERT_EQ(test::RunCommand(Cli() + " --version", &out), 0);
+  EXPECT_EQ(out.rfind("fgemma ", 0), 0u) << out;
+  EXPECT_NE(out.find(std::string("(kernels ") + KernelTargetName() + ")"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "command.h"
+#include "kernels/matmul.h"
 #include "util/version.h"
 
 namespace fgemma::cli {
@@ -28,7 +29,9 @@ int main(int argc, char** argv) {
   using namespace fgemma::cli;
   CLI::App app{"fgemma: on-device engine for FunctionGemma / Gemma 3 text models"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("fgemma ") + fgemma::VersionString());
+  // The kernels chosen for this CPU (Arm: from its hwcaps) go with the version, for bug reports.
+  app.set_version_flag("--version", std::string("fgemma ") + fgemma::VersionString() + " (kernels " +
+                                        fgemma::KernelTargetName() + ")");
   auto& commands = Commands();
   std::stable_sort(commands.begin(), commands.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
   std::vector<std::pair<CLI::App*, std::function<int()>>> runners;

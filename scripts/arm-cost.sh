@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Guest instructions per token of fgemma on Arm, by CPU model and the kernels dispatched there:
+#   scripts/arm-cost.sh            (needs the cross toolchains and qemu-user of scripts/cross-test.sh)
+# Builds the fgemma CLI for aarch64 and armhf (build/cross-<arch>), synthesizes the 270m (host CLI of
+# build/release: synth + convert to q8_0 and q4_0 GGUF), and runs `fgemma bench` with one thread under
+# qemu-user with the instruction-count plugin of ../shared/tools/insn_count.c. Load and set-up cancel by
+# subtracting two runs that differ only in the work measured:
+#   decode:  --decode-steps 20 minus 4 (context 64, zero-filled), divided by 16
+#   prefill: --repetitions 2 minus 1 of a 32-token prefill, divided by 32
+# Prints a Markdown table (README, section "ARM").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+shared="${FGEMMA_SHARED_DIR:-$root/../shared}"
+jobs="${FGEMMA_JOBS:-2}"
+work="${TMPDIR:-/tmp}/fgemma-arm-cost"
+mkdir -p "$work"
+host="build/release/tools/fgemma"
+[ -x "$host" ] || { echo "$host missing: build the release preset's fgemma first" >&2; exit 1; }
+plugin="$work/insn_count.so"
+[ -f "$plugin" ] || cc -O2 -shared -fPIC -o "$plugin" "$shared/tools/insn_count.c"
+for arch in aarch64 armhf; do
+  dir="build/cross-$arch"
+  [ -f "$dir/build.ninja" ] || cmake -S . -B "$dir" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/$arch.cmake" \
+    -DCMAKE_BUILD_TYPE=Release -DFGEMMA_SHARED_DIR="$shared" -DFGEMMA_BUILD_TESTS=OFF -DFGEMMA_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$dir" -j "$jobs" --target fgemma >/dev/null
+done
+if [ ! -f "$work/270m/model.safetensors" ]; then
+  "$host" synth --config 270m --seed 270 --dtype bf16 --out "$work/270m"
+  cp assets/functiongemma/tokenizer.json "$work/270m/"
+fi
+for type in q8_0 q4_0; do
+  [ -f "$work/270m-$type.gguf" ] || "$host" convert --model "$work/270m" --type "$type" --out "$work/270m-$type.gguf" >/dev/null
+done
+# count ARCH CPU FORCED TYPE ARGS...: guest instructions of a bench run, the fewer of two. Counts of
+# identical runs differ by up to ~130M (with one thread no pool worker spins; the source is not
+# identified yet); decode figures moved by up to ~25M per token between invocations, prefill ones
+# by up to ~4M.
+count() {
+  local a b
+  a=$(count_once "$@")
+  b=$(count_once "$@")
+  echo $((a < b ? a : b))
+}
+count_once() {
+  local arch=$1 cpu=$2 forced=$3 type=$4
+  shift 4
+  local emu=qemu-aarch64
+  [ "$arch" = armhf ] && emu=qemu-arm
+  FGEMMA_ARM_TARGET="$forced" "$emu" -cpu "$cpu" -plugin "$plugin" "build/cross-$arch/tools/fgemma" bench \
+    --model "$work/270m-$type.gguf" --threads 1 "$@" 2>&1 >"$work/last.out" | sed -n 's/^insn_count: total //p'
+}
+echo "| build | CPU model (qemu-user) | kernels | q8_0 decode | q8_0 prefill | q4_0 decode | q4_0 prefill |"
+echo "|---|---|---|---|---|---|---|"
+# arch|cpu|FGEMMA_ARM_TARGET: qemu-arm -cpu max runs vsdot without reporting it, so it is forced.
+# FGEMMA_ARM_COST_CONFIGS replaces the list (e.g. add "aarch64|max|NEON" for the baseline on max).
+configs=(${FGEMMA_ARM_COST_CONFIGS:-"aarch64|cortex-a53|" "aarch64|max|" "armhf|cortex-a15|" "armhf|max|NEON_DOTPROD"})
+for config in "${configs[@]}"; do
+  IFS='|' read -r arch cpu forced <<<"$config"
+  cells=()
+  kernels=""
+  for type in q8_0 q4_0; do
+    base=$(count "$arch" "$cpu" "$forced" "$type" --prefill 32 --repetitions 1 --decode-contexts 64 --decode-steps 4 --decode-zero-fill)
+    kernels=$(sed -n 's/^threads.*kernels //p' "$work/last.out")
+    decode=$(count "$arch" "$cpu" "$forced" "$type" --prefill 32 --repetitions 1 --decode-contexts 64 --decode-steps 20 --decode-zero-fill)
+    prefill=$(count "$arch" "$cpu" "$forced" "$type" --prefill 32 --repetitions 2 --decode-contexts 64 --decode-steps 4 --decode-zero-fill)
+    cells+=("$(awk -v a="$decode" -v b="$base" 'BEGIN { printf "%.1fM", (a - b) / 16 / 1e6 }')")
+    cells+=("$(awk -v a="$prefill" -v b="$base" 'BEGIN { printf "%.1fM", (a - b) / 32 / 1e6 }')")
+  done
+  echo "| $arch | $cpu${forced:+ (FGEMMA_ARM_TARGET=$forced)} | $kernels | ${cells[0]} | ${cells[1]} | ${cells[2]} | ${cells[3]} |"
+done

@@ -1,0 +1,37 @@
+// Arm CPU features for the kernels that Highway does not dispatch (the int8 dot-product panels of
+// kernels/matmul_arm_dot.cpp). One build per ABI serves every core: the target is chosen at run
+// time from the kernel's hwcaps, and FGEMMA_ARM_TARGET may force another (for tests and
+// comparisons; see ChooseArmTarget).
+#pragma once
+
+#include <cstdint>
+
+namespace fgemma {
+
+enum class ArmTarget {
+  kNone,          // not an Arm build, or no NEON: Highway's targets only
+  kNeon,          // ASIMD / NEON without the dot product: Highway's NEON kernels
+  kNeonDotprod,   // + sdot (aarch64) / vsdot (AArch32): row panels of 4 (matmul_arm_dot.cpp)
+};
+
+// The features the kernel reports in getauxval(AT_HWCAP) / getauxval(AT_HWCAP2).
+struct ArmFeatures {
+  bool neon = false;
+  bool dotprod = false;
+  bool i8mm = false;  // reported (smmla); no kernel uses it yet
+};
+// Decodes hwcap values as an aarch64 (`aarch64` true) or an AArch32 process sees them.
+ArmFeatures ArmFeaturesFromHwcap(bool aarch64, uint64_t hwcap, uint64_t hwcap2);
+
+// The target for `features`, lowered by `override_name` (FGEMMA_ARM_TARGET: "NEON" or
+// "NEON_DOTPROD"; null, empty or unknown: no override). An override never raises the target above
+// what the features allow, except NEON_DOTPROD in a 32-bit process (`aarch64` false) on a CPU with
+// NEON: qemu-arm -cpu max executes vsdot without reporting it in AT_HWCAP, so tests force it there.
+ArmTarget ChooseArmTarget(bool aarch64, const ArmFeatures& features, const char* override_name);
+
+const char* ArmTargetName(ArmTarget target);  // "", "NEON", "NEON_DOTPROD"
+
+// This process's: detected once from getauxval and FGEMMA_ARM_TARGET (kNone off Arm).
+ArmTarget DetectedArmTarget();
+
+}  // namespace fgemma

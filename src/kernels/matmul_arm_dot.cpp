@@ -1,0 +1,158 @@
+// sdot / vsdot kernels over 4-row panels (layout in matmul_internal.h). Compiled with
+// -march=armv8.2-a+dotprod (src/CMakeLists.txt), called only when the CPU has the dot product.
+// Per row and token the order is that of MatMulInterleavedReference:
+//   y = fold over blocks b: y = fma(float(int32 dot_b), float(dw_b * dx_b), y), from 0,
+// the same instructions for every token whatever the batch (a batch equals one token at a time)
+// and for every panel whatever the slice (a row slice equals the whole matrix).
+#include "kernels/matmul_arm_dot.h"
+
+#if defined(FGEMMA_ARM_DOT)
+#include <arm_neon.h>
+
+namespace fgemma::kernels_internal {
+namespace {
+
+#if defined(__aarch64__)
+constexpr size_t kTokens = 4;  // 32 vector registers: 8 weight vectors + 4 tokens' sums
+#else
+constexpr size_t kTokens = 2;  // 16 on AArch32
+#endif
+
+// One block's dot of 4 rows with one token's 32 quantized activations: group g of the weights
+// (rows 0-3 x elements 4g..4g+3) against the activations' group g broadcast (by-element sdot).
+inline int32x4_t BlockDot(const int8x16_t w[8], const int8_t* xq) {
+  const int8x16_t x0 = vld1q_s8(xq), x1 = vld1q_s8(xq + 16);
+  int32x4_t d = vdupq_n_s32(0);
+  d = vdotq_lane_s32(d, w[0], vget_low_s8(x0), 0);
+  d = vdotq_lane_s32(d, w[1], vget_low_s8(x0), 1);
+  d = vdotq_lane_s32(d, w[2], vget_high_s8(x0), 0);
+  d = vdotq_lane_s32(d, w[3], vget_high_s8(x0), 1);
+  d = vdotq_lane_s32(d, w[4], vget_low_s8(x1), 0);
+  d = vdotq_lane_s32(d, w[5], vget_low_s8(x1), 1);
+  d = vdotq_lane_s32(d, w[6], vget_high_s8(x1), 0);
+  d = vdotq_lane_s32(d, w[7], vget_high_s8(x1), 1);
+  return d;
+}
+
+// The 8 group vectors of block b of a panel (q8_0: as stored; q4_0: nibbles shifted to 16 * w).
+template <bool kQ4>
+inline void LoadBlock(const uint8_t* q, size_t b, int8x16_t w[8]) {
+  if constexpr (kQ4) {
+    // Nibbles stored as two's complement (w + 8) ^ 8: shifted to the high half they are 16 * w,
+    // so the dot is 16x and an exact arithmetic shift takes it back.
+#if defined(__aarch64__)
+    const uint8x16x4_t v = vld1q_u8_x4(q + b * 64);  // one 64-byte load feeds 8 sdots
+    const uint8x16_t part[4] = {v.val[0], v.val[1], v.val[2], v.val[3]};
+#else
+    const uint8x16_t part[4] = {vld1q_u8(q + b * 64), vld1q_u8(q + b * 64 + 16), vld1q_u8(q + b * 64 + 32),
+                                vld1q_u8(q + b * 64 + 48)};
+#endif
+    for (int j = 0; j < 4; ++j) {
+      w[j] = vreinterpretq_s8_u8(vshlq_n_u8(part[j], 4));
+      w[j + 4] = vreinterpretq_s8_u8(vandq_u8(part[j], vdupq_n_u8(0xF0)));
+    }
+  } else {
+    const int8_t* p = reinterpret_cast<const int8_t*>(q + b * 128);
+#if defined(__aarch64__)
+    const int8x16x4_t lo = vld1q_s8_x4(p), hi = vld1q_s8_x4(p + 64);
+    for (int g = 0; g < 4; ++g) {
+      w[g] = lo.val[g];
+      w[g + 4] = hi.val[g];
+    }
+#else
+    for (int g = 0; g < 8; ++g) w[g] = vld1q_s8(p + 16 * g);
+#endif
+  }
+}
+
+// kP panels (4 kP rows) x kT tokens: each activation block is loaded once for the kP panels and
+// each weight block once for the kT tokens. Every (row, token) output goes through the same
+// instructions whatever kP and kT are.
+template <bool kQ4, size_t kP, size_t kT>
+void Panels(const ArmDotJob& job, const uint8_t* panel, const uint8_t* const* rec, float32x4_t (*acc)[kT]) {
+  for (size_t p = 0; p < kP; ++p)
+    for (size_t t = 0; t < kT; ++t) acc[p][t] = vdupq_n_f32(0.0f);
+  for (size_t b = 0; b < job.blocks; ++b) {
+    int8x16_t w[kP][8];
+    float32x4_t dw[kP];
+    for (size_t p = 0; p < kP; ++p) {
+      const uint8_t* base = panel + p * job.panel_bytes;
+      LoadBlock<kQ4>(base + job.scale_bytes, b, w[p]);
+      dw[p] = vld1q_f32(reinterpret_cast<const float*>(base) + 4 * b);
+    }
+    for (size_t t = 0; t < kT; ++t) {
+      const int8_t* xq = reinterpret_cast<const int8_t*>(rec[t]) + 32 * b;
+      float dx;
+      __builtin_memcpy(&dx, rec[t] + job.d8_offset + 32 * b, 4);
+      for (size_t p = 0; p < kP; ++p) {
+        int32x4_t d = BlockDot(w[p], xq);
+        if constexpr (kQ4) d = vshrq_n_s32(d, 4);
+        const float32x4_t s = vmulq_n_f32(dw[p], dx);
+        acc[p][t] = vfmaq_f32(acc[p][t], vcvtq_f32_s32(d), s);
+      }
+    }
+  }
+}
+
+template <bool kQ4, size_t kP, size_t kT>
+void Store(const ArmDotJob& job, size_t r0, size_t t0, size_t nt, float32x4_t (*acc)[kT]) {
+  for (size_t p = 0; p < kP; ++p) {
+    const size_t rp = r0 + 4 * p;
+    if (rp >= job.rows) break;
+    const size_t n = job.rows - rp < 4 ? job.rows - rp : 4;
+    for (size_t t = 0; t < nt; ++t) {
+      float out[4];
+      vst1q_f32(out, acc[p][t]);
+      float* y = job.y + (t0 + t) * job.y_stride + rp;
+      for (size_t r = 0; r < n; ++r) y[r] = out[r];
+    }
+  }
+}
+
+template <bool kQ4>
+void Run(const ArmDotJob& job) {
+  const size_t panels = (job.rows + 3) / 4;
+  const size_t full = job.tokens / kTokens * kTokens;  // tokens in whole tiles
+  for (size_t p = 0; p < panels;) {
+#if defined(__aarch64__)
+    const size_t np = p + 1 < panels ? 2 : 1;  // the token tail (decode: all of it) takes 2 panels
+#else
+    const size_t np = 1;
+#endif
+    for (size_t q = p; q < p + np; ++q) {
+      for (size_t t0 = 0; t0 < full; t0 += kTokens) {
+        const uint8_t* rec[kTokens];
+        for (size_t t = 0; t < kTokens; ++t) rec[t] = job.packed + (t0 + t) * job.packed_stride;
+        float32x4_t acc[1][kTokens];
+        Panels<kQ4, 1, kTokens>(job, job.panels + q * job.panel_bytes, rec, acc);
+        Store<kQ4, 1, kTokens>(job, 4 * q, t0, kTokens, acc);
+      }
+    }
+    for (size_t t0 = full; t0 < job.tokens; ++t0) {
+      const uint8_t* rec = job.packed + t0 * job.packed_stride;
+      if (np == 2) {
+        float32x4_t acc[2][1];
+        Panels<kQ4, 2, 1>(job, job.panels + p * job.panel_bytes, &rec, acc);
+        Store<kQ4, 2, 1>(job, 4 * p, t0, 1, acc);
+      } else {
+        float32x4_t acc[1][1];
+        Panels<kQ4, 1, 1>(job, job.panels + p * job.panel_bytes, &rec, acc);
+        Store<kQ4, 1, 1>(job, 4 * p, t0, 1, acc);
+      }
+    }
+    p += np;
+  }
+}
+
+}  // namespace
+
+void ArmDotMatMul(const ArmDotJob& job) {
+  if (job.q4) {
+    Run<true>(job);
+  } else {
+    Run<false>(job);
+  }
+}
+
+}  // namespace fgemma::kernels_internal
+#endif  // FGEMMA_ARM_DOT

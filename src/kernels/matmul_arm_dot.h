@@ -1,0 +1,30 @@
+// Int8 dot-product kernels for Arm (sdot on aarch64, vsdot on AArch32) over the 4-row panels of
+// kernels/matmul_internal.h. Their translation unit is compiled for ARMv8.2-A + dotprod and must
+// only run when the CPU has it (kernels/cpu_features.h), so it skips the precompiled header and
+// this interface uses no C++ library
+// types: nothing inline from a shared header may be instantiated there with the newer ISA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fgemma::kernels_internal {
+
+struct ArmDotJob {
+  const uint8_t* panels = nullptr;  // the panel holding output row 0
+  size_t panel_bytes = 0;
+  size_t scale_bytes = 0;           // offset of the values in a panel
+  size_t blocks = 0;                // cols / 32
+  bool q4 = false;                  // q4_0 (else q8_0)
+  const uint8_t* packed = nullptr;  // QuantLayout records
+  size_t packed_stride = 0;
+  size_t d8_offset = 0;
+  size_t tokens = 0;
+  float* y = nullptr;  // output row 0 of token 0
+  size_t y_stride = 0;
+  size_t rows = 0;     // outputs per token (the last panel may be partial)
+};
+// Defined only in builds for Arm (FGEMMA_ARM_DOT).
+void ArmDotMatMul(const ArmDotJob& job);
+
+}  // namespace fgemma::kernels_internal

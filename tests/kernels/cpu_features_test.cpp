@@ -1,0 +1,80 @@
+// Arm target detection from given hwcap values (the CPUs qemu emulates do not cover every case:
+// qemu-arm -cpu max runs vsdot without reporting it) and the environment override.
+#include "kernels/cpu_features.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "kernels/matmul.h"
+
+namespace fgemma {
+namespace {
+
+constexpr uint64_t kA64Asimd = 1u << 1, kA64Dotprod = 1u << 20, kA64I8mm2 = 1u << 13;
+constexpr uint64_t kA32Neon = 1u << 12, kA32Dotprod = 1u << 24, kA32I8mm = 1u << 27;
+
+TEST(ArmFeatures, DecodesAarch64Hwcaps) {
+  // qemu-aarch64 -cpu cortex-a53: fp, asimd, ...; -cpu max adds asimddp and (hwcap2) i8mm.
+  ArmFeatures a53 = ArmFeaturesFromHwcap(true, kA64Asimd | 1u /*fp*/ | (1u << 3), 0);
+  EXPECT_TRUE(a53.neon);
+  EXPECT_FALSE(a53.dotprod);
+  EXPECT_FALSE(a53.i8mm);
+  ArmFeatures max = ArmFeaturesFromHwcap(true, kA64Asimd | kA64Dotprod, kA64I8mm2);
+  EXPECT_TRUE(max.neon && max.dotprod && max.i8mm);
+  // The AArch32 bit numbers mean something else on aarch64 and the other way round.
+  EXPECT_FALSE(ArmFeaturesFromHwcap(true, kA32Neon | kA32Dotprod, 0).neon);
+  EXPECT_FALSE(ArmFeaturesFromHwcap(false, kA64Asimd | kA64Dotprod, kA64I8mm2).neon);
+  // A dot product without NEON is not usable.
+  EXPECT_FALSE(ArmFeaturesFromHwcap(true, kA64Dotprod, 0).dotprod);
+}
+
+TEST(ArmFeatures, DecodesAarch32Hwcaps) {
+  ArmFeatures a15 = ArmFeaturesFromHwcap(false, kA32Neon | (1u << 16) /*vfpv4*/, 0);
+  EXPECT_TRUE(a15.neon);
+  EXPECT_FALSE(a15.dotprod);
+  ArmFeatures a55 = ArmFeaturesFromHwcap(false, kA32Neon | kA32Dotprod | kA32I8mm, 0);
+  EXPECT_TRUE(a55.neon && a55.dotprod && a55.i8mm);
+  EXPECT_FALSE(ArmFeaturesFromHwcap(false, 0, 0).neon);
+}
+
+TEST(ArmFeatures, ChoosesTheBestTargetAndOverridesLowerIt) {
+  const ArmFeatures none{}, neon{true, false, false}, dot{true, true, false};
+  for (bool a64 : {true, false}) {
+    EXPECT_EQ(ChooseArmTarget(a64, none, nullptr), ArmTarget::kNone);
+    EXPECT_EQ(ChooseArmTarget(a64, none, "NEON_DOTPROD"), ArmTarget::kNone);
+    EXPECT_EQ(ChooseArmTarget(a64, neon, nullptr), ArmTarget::kNeon);
+    EXPECT_EQ(ChooseArmTarget(a64, dot, nullptr), ArmTarget::kNeonDotprod);
+    EXPECT_EQ(ChooseArmTarget(a64, dot, "NEON"), ArmTarget::kNeon);
+    EXPECT_EQ(ChooseArmTarget(a64, dot, "NEON_DOTPROD"), ArmTarget::kNeonDotprod);
+    EXPECT_EQ(ChooseArmTarget(a64, dot, ""), ArmTarget::kNeonDotprod);
+    EXPECT_EQ(ChooseArmTarget(a64, dot, "bogus"), ArmTarget::kNeonDotprod);
+  }
+  // Raising is refused on aarch64 (the hwcaps are reliable there) and allowed on AArch32 (qemu-arm
+  // -cpu max runs vsdot without reporting it).
+  EXPECT_EQ(ChooseArmTarget(true, neon, "NEON_DOTPROD"), ArmTarget::kNeon);
+  EXPECT_EQ(ChooseArmTarget(false, neon, "NEON_DOTPROD"), ArmTarget::kNeonDotprod);
+  EXPECT_STREQ(ArmTargetName(ArmTarget::kNeonDotprod), "NEON_DOTPROD");
+  EXPECT_STREQ(ArmTargetName(ArmTarget::kNeon), "NEON");
+  EXPECT_STREQ(ArmTargetName(ArmTarget::kNone), "");
+}
+
+// This process: the dot-product target is listed and named when detected, and only on Arm.
+TEST(ArmFeatures, RunningTargetIsReported) {
+  const ArmTarget t = DetectedArmTarget();
+#if !(defined(__aarch64__) || defined(__arm__))
+  EXPECT_EQ(t, ArmTarget::kNone);
+#endif
+  const char* env = std::getenv("FGEMMA_ARM_TARGET");
+  std::printf("arm target: '%s' (FGEMMA_ARM_TARGET=%s), kernels %s\n", ArmTargetName(t), env ? env : "", KernelTargetName());
+  if (t == ArmTarget::kNeonDotprod) {
+    EXPECT_STREQ(KernelTargetName(), "NEON_DOTPROD");
+  } else {
+    EXPECT_STRNE(KernelTargetName(), "NEON_DOTPROD");
+  }
+  if (env != nullptr && std::string(env) == "NEON") EXPECT_NE(t, ArmTarget::kNeonDotprod);
+}
+
+}  // namespace
+}  // namespace fgemma
