@@ -8,6 +8,8 @@
 
 #include <cstdlib>
 #include <set>
+#include <string_view>
+#include <vector>
 
 namespace fgemma::server {
 namespace {
@@ -43,6 +45,15 @@ bool ConnectionOn(int fd, int port, std::string* peer) {
   n = sizeof remote;
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &n) != 0) return false;  // the listening socket
   return PeerOf(remote, peer, &remote_port);
+}
+
+// True when the socket's unread bytes hold a whole request head: a connection queued for a busy
+// worker is waiting on the server, not slow, and must not be cut (a /health probe queued behind slow
+// clients is one).
+bool RequestWaiting(int fd) {
+  char head[16384];
+  const ssize_t n = recv(fd, head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
+  return n > 0 && std::string_view(head, static_cast<size_t>(n)).find("\r\n\r\n") != std::string_view::npos;
 }
 
 }  // namespace
@@ -109,15 +120,22 @@ void ConnectionReaper::Scan() {
   std::lock_guard lock(mu_);
   for (auto it = conns_.begin(); it != conns_.end();)
     it = live.count(it->first) ? std::next(it) : conns_.erase(it);
+  // Two passes: every stale connection is judged before any is cut, because cutting one frees a
+  // worker that may at once read a queued request, leaving nothing to peek at on its socket.
+  std::vector<int> stale;
   for (const auto& [fd, peer] : live) {
     auto [it, fresh] = conns_.try_emplace(fd, Conn{peer, now});
     if (!fresh && it->second.peer != peer) it->second = Conn{peer, now};  // the fd was reused
-    if (busy_.count(peer)) {
-      it->second.since = now;
+    if (busy_.count(peer) || RequestWaiting(fd)) {
+      it->second.since = now;  // served, or waiting on the server rather than slow
       continue;
     }
+    if (now - it->second.since > limit_) stale.push_back(fd);
+  }
+  for (const int fd : stale) {
+    auto it = conns_.find(fd);
     std::string again;
-    if (now - it->second.since > limit_ && ConnectionOn(fd, port_, &again) && again == peer) {
+    if (ConnectionOn(fd, port_, &again) && again == it->second.peer) {
       // Wakes the worker blocked reading it; httplib then closes the socket itself.
       shutdown(fd, SHUT_RDWR);
       ++reaped_;

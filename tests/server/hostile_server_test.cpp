@@ -68,7 +68,7 @@ double HealthLatency(const Server& s, double bound_s = 2.0) {
   const double t0 = NowSeconds();
   auto res = c.Get("/health");
   const double dt = NowSeconds() - t0;
-  EXPECT_TRUE(res && res->status == 200) << "no /health answer";
+  EXPECT_TRUE(res && res->status == 200) << "no /health answer after " << dt << " s, error " << (res ? 0 : static_cast<int>(res.error()));
   EXPECT_LT(dt, bound_s);
   return dt;
 }
