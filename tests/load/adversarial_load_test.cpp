@@ -21,6 +21,7 @@
 #include <random>
 #include <thread>
 
+#include "loopback_client.h"
 #include "server/server.h"
 #include "test_support.h"
 #include "util/mapped_file.h"
@@ -29,28 +30,8 @@
 namespace fgemma::server {
 namespace {
 
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool SendAll(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    const ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
+using loopback::Connect;
+using loopback::SendAll;
 
 // The status of the first response the server sent within `timeout_ms` (0: none, closed).
 int StatusWithin(int fd, int timeout_ms) {

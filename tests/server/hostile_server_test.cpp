@@ -18,6 +18,7 @@
 #include "server/host_address.h"
 #include "server/http_policy.h"
 #include "server/server.h"
+#include "loopback_client.h"
 #include "test_support.h"
 #include "util/mapped_file.h"
 #include "util/process_stats.h"
@@ -25,28 +26,17 @@
 namespace fgemma::server {
 namespace {
 
+using loopback::ClientFor;
+using loopback::Connect;
+using loopback::SendAll;
+using loopback::StartServer;
+
 Json ValidBody(bool stream = false) {
   return {{"model", "mini-bf16"},
           {"tool_choice", "required"},
           {"stream", stream},
           {"tools", Json::parse(ReadFileToString(test::FixturePath("chat/smart-home-tools.json")).value())},
           {"messages", Json::array({{{"role", "user"}, {"content", "Turn on the kitchen lights"}}})}};
-}
-
-std::unique_ptr<Server> Start(ServerOptions o) {
-  o.model_path = test::FixturePath("models/mini-bf16");
-  o.port = 0;
-  auto srv = Server::Create(o);
-  EXPECT_TRUE(srv.ok()) << srv.status().ToString();
-  if (!srv.ok()) return nullptr;
-  EXPECT_TRUE(srv.value()->Start().ok());
-  return std::move(srv).value();
-}
-
-httplib::Client ClientFor(const Server& s) {
-  httplib::Client c("127.0.0.1", s.port());
-  c.set_read_timeout(120, 0);
-  return c;
 }
 
 // The error type and message of a JSON error response (and the status checked).
@@ -89,29 +79,6 @@ void ExpectServes(const Server& s) {
   EXPECT_EQ(Json::parse(res->body)["choices"][0]["finish_reason"], "tool_calls");
 }
 
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool SendAll(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    const ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // What the server sent within `timeout_ms` (until it closes or stays quiet that long).
 std::string ReadSome(int fd, int timeout_ms) {
   std::string out;
@@ -132,7 +99,7 @@ class HostileServer : public ::testing::Test {
     ServerOptions o;
     o.sessions = 1;
     o.max_body_bytes = 256 << 10;
-    server_ = Start(o).release();
+    server_ = StartServer(o).release();
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -282,7 +249,7 @@ TEST(HostileQueue, QueueFullIs429WithRetryAfter) {
   ServerOptions o;
   o.sessions = 1;
   o.max_queue = 0;
-  auto srv = Start(o);
+  auto srv = StartServer(o);
   ASSERT_NE(srv, nullptr);
   std::vector<int> codes(4, 0);
   std::vector<std::string> retry(4);
@@ -308,7 +275,7 @@ TEST(HostileDeadline, RequestTimeoutStopsTheCall) {
   ServerOptions o;
   o.sessions = 1;
   o.request_timeout_s = 0.001;
-  auto srv = Start(o);
+  auto srv = StartServer(o);
   ASSERT_NE(srv, nullptr);
   auto cli = ClientFor(*srv);
   auto res = cli.Post("/v1/chat/completions", ValidBody().dump(), "application/json");
@@ -331,7 +298,7 @@ TEST(HostileSlowloris, SlowConnectionsCannotHoldEveryWorker) {
   o.http_workers = 4;
   o.read_timeout_s = 1;
   o.keep_alive_s = 1;
-  auto srv = Start(o);
+  auto srv = StartServer(o);
   ASSERT_NE(srv, nullptr);
   constexpr int kSlow = 8;  // workers + 4
   std::atomic<bool> stop{false};
@@ -383,7 +350,7 @@ TEST(HostileSlowloris, SlowConnectionsCannotHoldEveryWorker) {
 TEST(HostilePort, SecondServerOnAUsedPortFails) {
   ServerOptions o;
   o.sessions = 1;
-  auto first = Start(o);
+  auto first = StartServer(o);
   ASSERT_NE(first, nullptr);
   ServerOptions o2;
   o2.sessions = 1;
@@ -402,7 +369,7 @@ TEST(HostilePort, SecondServerOnAUsedPortFails) {
 TEST(HostilePort, CliRefusesUsedPortAndFakeLoopbackName) {
   ServerOptions o;
   o.sessions = 1;
-  auto first = Start(o);
+  auto first = StartServer(o);
   ASSERT_NE(first, nullptr);
   const std::string serve = test::CliPath() + " serve --sessions 1 --model " + test::FixturePath("models/mini-bf16");
   std::string out;

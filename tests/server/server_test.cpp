@@ -18,12 +18,16 @@
 #include <thread>
 
 #include "server/server.h"
+#include "loopback_client.h"
 #include "test_support.h"
 #include "util/mapped_file.h"
 #include "util/process_stats.h"
 
 namespace fgemma::server {
 namespace {
+
+using loopback::ClientFor;
+using loopback::StartServer;
 
 const char* kUtterance = "Turn on the kitchen lights";
 
@@ -154,22 +158,6 @@ Json WithIdsOf(Json message, const std::string& from_id, const std::string& to_i
     c["id"] = to + id.substr(std::min(id.size(), from.size()));
   }
   return message;
-}
-
-std::unique_ptr<Server> StartServer(ServerOptions o) {
-  o.model_path = test::FixturePath("models/mini-bf16");
-  o.port = 0;
-  auto srv = Server::Create(o);
-  EXPECT_TRUE(srv.ok()) << srv.status().ToString();
-  if (!srv.ok()) return nullptr;
-  EXPECT_TRUE(srv.value()->Start().ok());
-  return std::move(srv).value();
-}
-
-httplib::Client ClientFor(const Server& s) {
-  httplib::Client c("127.0.0.1", s.port());
-  c.set_read_timeout(120, 0);
-  return c;
 }
 
 class ServerTest : public ::testing::Test {
