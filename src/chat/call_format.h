@@ -30,6 +30,7 @@ class PromptOut {
  public:
   struct Span {
     size_t offset = 0, length = 0;
+    bool operator==(const Span&) const = default;
   };
   PromptOut& append(std::string_view s) {
     text_.append(s);

@@ -3,8 +3,8 @@
 #include <optional>
 
 #include "runtime/catalog_cache.h"
-#include "util/file_replace.h"
 #include "runtime/prompt_tokens.h"
+#include "util/file_replace.h"
 #include "util/mapped_file.h"
 #include "util/process_stats.h"
 
@@ -127,14 +127,7 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
   // Text and control positions key the cached ids: a description holding "<escape>" can render the
   // same text as another catalog whose template wrote that "<escape>".
   const bool trust = options_.trust_content_tokens;
-  auto same_controls = [&] {
-    if (parts.prefix_controls.size() != prefix_controls_.size()) return false;
-    for (size_t i = 0; i < prefix_controls_.size(); ++i) {
-      if (parts.prefix_controls[i].offset != prefix_controls_[i].offset) return false;
-    }
-    return true;
-  };
-  if (parts.prefix != prefix_text_ || !same_controls()) {
+  if (parts.prefix != prefix_text_ || parts.prefix_controls != prefix_controls_) {
     prefix_ids_ = EncodePromptText(tokenizer_, parts.prefix, parts.prefix_controls, trust);
     prefix_text_ = std::move(parts.prefix);
     prefix_controls_ = std::move(parts.prefix_controls);

@@ -1,7 +1,5 @@
 #include "util/mapped_file.h"
 
-#include "util/file_replace.h"
-
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -10,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+
+#include "util/file_replace.h"
 
 namespace fgemma {
 
