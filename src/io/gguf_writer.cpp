@@ -50,9 +50,8 @@ Result<GgufWriter> GgufWriter::Create(const std::string& path) {
   w.path_ = path;
   FGEMMA_TRY(FileReplacement out, FileReplacement::Begin(path));
   w.out_ = std::make_unique<FileReplacement>(std::move(out));
-  w.tmp_path_ = w.out_->temp_path();
   w.file_ = w.out_->stream();
-  if (w.file_ == nullptr) return IoError(w.tmp_path_ + ": cannot open a stream for writing: " + std::strerror(errno));
+  if (w.file_ == nullptr) return IoError(w.out_->temp_path() + ": cannot open a stream for writing: " + std::strerror(errno));
   return w;
 }
 
@@ -62,7 +61,6 @@ GgufWriter& GgufWriter::operator=(GgufWriter&& other) noexcept {
   if (this != &other) {
     Abandon();
     path_ = std::move(other.path_);
-    tmp_path_ = std::move(other.tmp_path_);
     out_ = std::move(other.out_);
     file_ = other.file_;
     other.file_ = nullptr;
@@ -98,7 +96,7 @@ Status GgufWriter::Fail(Status s) {
 
 Status GgufWriter::Write(const void* data, size_t n) {
   if (n > 0 && std::fwrite(data, 1, n, file_) != n) {
-    return Fail(IoError(tmp_path_ + ": write failed: " + std::strerror(errno)));
+    return Fail(IoError(out_->temp_path() + ": write failed: " + std::strerror(errno)));
   }
   return Status::Ok();
 }

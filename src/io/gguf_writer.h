@@ -94,7 +94,6 @@ class GgufWriter {
   void Abandon();
 
   std::string path_;
-  std::string tmp_path_;
   std::unique_ptr<FileReplacement> out_;  // the temporary beside path_ (util/file_replace.h)
   std::FILE* file_ = nullptr;             // out_'s stream
   Status error_;        // first failure (sticky)
