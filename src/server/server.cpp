@@ -4,7 +4,9 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <thread>
 
 #include "chat/chat_json.h"
 #include "chat/request.h"
@@ -37,6 +40,7 @@ struct Server::Impl {
   std::atomic<uint64_t> next_id{1};
   std::atomic<uint64_t> client_disconnects{0};  // streams stopped because a write to the client failed
   std::atomic<size_t> in_flight{0};             // requests holding or waiting for a session
+  std::atomic<size_t> active{0};                // chat requests received, not yet answered in full
   std::atomic<bool> stopping{false};
   int listen_fd = -1;
 
@@ -178,6 +182,10 @@ struct StreamJob {
 void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Response& res,
                                    const httplib::ContentReader& reader) {
   const auto arrival = std::chrono::steady_clock::now();
+  // Held until the answer is complete (a streamed one outlives this handler through `run`), so a
+  // graceful Shutdown() waits for it.
+  ++active;
+  std::shared_ptr<void> received(nullptr, [this](void*) { --active; });
   auto busy = reaper ? reaper->Busy(req.remote_addr, req.remote_port) : nullptr;
   // Refused before the body is read (a multipart body would not even reach a plain reader).
   const std::string content_type = req.get_header_value("Content-Type");
@@ -287,7 +295,7 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
   if (options.request_timeout_s > 0)
     call->limits.deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                           std::chrono::duration<double>(options.request_timeout_s));
-  auto run = [this, lease, admitted, call, meta](const Emit& emit) -> Run {
+  auto run = [this, lease, admitted, received, call, meta](const Emit& emit) -> Run {
     Run r;
     ChatStream stream(lease->caller().tokenizer(), call->chat.tools, meta);
     Status stream_error;
@@ -505,5 +513,17 @@ void Server::Stop() {
   impl_->stopping = true;
   impl_->http.stop();
 }
+
+void Server::Shutdown(const std::function<bool()>& abort) {
+  impl_->stopping = true;  // the pre-routing handler answers 503 from here on
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(std::max(0.0, impl_->options.drain_s)));
+  while (impl_->active.load() > 0 && std::chrono::steady_clock::now() < until && !(abort && abort()))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  Stop();
+}
+
+size_t Server::active_requests() const { return impl_->active.load(); }
 
 }  // namespace fgemma::server

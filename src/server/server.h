@@ -4,10 +4,11 @@
 // GET /health. Errors are {"error":{"message":...,"type":...}}; the status policy (README "Server
 // limits and status codes"): 400 malformed or invalid request, 401 API key, 404 route or model,
 // 408 body too slow, 413 body over --max-body however sent, 415 not JSON, 429 queue full
-// (Retry-After), 503 session wait timed out or shutting down (Retry-After), 500 internal faults
+// (Retry-After), 503 session wait timed out or draining for shutdown (Retry-After), 500 internal faults
 // only. Without an API key only hosts whose every resolved address is loopback may be bound.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -36,6 +37,7 @@ struct ServerOptions {
   size_t http_workers = 0;         // 0 = max(64, 8 x sessions)
   std::string cache_path;          // optional catalog cache file for the pool's first session
   bool trust_content_tokens = false;  // FunctionCallerOptions::trust_content_tokens
+  double drain_s = 10;             // Shutdown(): wait for requests already received, at most this long
 };
 
 class Server {
@@ -46,9 +48,17 @@ class Server {
 
   // Binds (port 0: an ephemeral port) and serves on a background thread.
   Status Start();
-  // Serves on the calling thread until Stop() (from another thread or a signal handler thread).
+  // Serves on the calling thread until Stop() or Shutdown() (from another thread).
   Status Run();
+  // Stops at once: closes the listening socket; requests being answered still finish.
   void Stop();
+  // Graceful stop (SIGTERM): from now on every new request gets 503 with Retry-After, while the
+  // requests already received (body being read, queued for a session, being answered or streamed)
+  // finish; once none is left, or after ServerOptions::drain_s, or once `abort` (polled) returns
+  // true, Stop(). Returns when the listener is closed.
+  void Shutdown(const std::function<bool()>& abort = {});
+  // Chat requests received and not yet answered in full (reading, queued, running, streaming).
+  size_t active_requests() const;
   int port() const { return port_; }
   // Connections closed for holding a worker without sending a request in time.
   uint64_t reaped_connections() const;

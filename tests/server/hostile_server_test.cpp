@@ -381,6 +381,89 @@ TEST(HostilePort, CliRefusesUsedPortAndFakeLoopbackName) {
   ExpectServes(*first);
 }
 
+// Graceful shutdown (the 503 of the status policy): once Shutdown() begins, new requests get 503
+// with Retry-After while a request already received (here: its body half sent) is still answered
+// in full; the listener closes when it is done, well before --drain-s.
+TEST(HostileShutdown, DrainRefusesNewRequestsAndFinishesReceivedOnes) {
+  ServerOptions o;
+  o.sessions = 1;
+  o.drain_s = 30;
+  auto srv = StartServer(o);
+  ASSERT_NE(srv, nullptr);
+  const std::string body = ValidBody().dump();
+  const int fd = Connect(srv->port());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body.substr(0, 10)));
+  for (int i = 0; i < 200 && srv->active_requests() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(srv->active_requests(), 1u);
+  const double t0 = NowSeconds();
+  std::thread stopper([&] { srv->Shutdown(); });
+  int status = 0;
+  std::string retry_after;
+  for (int i = 0; i < 200 && status != 503; ++i) {
+    auto cli = ClientFor(*srv);
+    auto res = cli.Post("/v1/chat/completions", body, "application/json");
+    status = res ? res->status : -1;
+    if (res) retry_after = res->get_header_value("Retry-After");
+    if (status != 503) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(status, 503);
+  EXPECT_EQ(retry_after, "5");
+  {
+    auto cli = ClientFor(*srv);
+    auto health = cli.Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 503) << "a load balancer must see the server leave";
+  }
+  EXPECT_EQ(srv->active_requests(), 1u) << "the half-received request is still waited for";
+  ASSERT_TRUE(SendAll(fd, body.substr(10)));
+  const std::string answer = ReadSome(fd, 5000);
+  ::close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer.substr(0, 200);
+  EXPECT_NE(answer.find("\"finish_reason\":\"tool_calls\""), std::string::npos) << answer.substr(0, 400);
+  stopper.join();
+  EXPECT_LT(NowSeconds() - t0, 10.0);
+  EXPECT_EQ(srv->active_requests(), 0u);
+  EXPECT_LT(Connect(srv->port()), 0) << "the listener is closed after the drain";
+}
+
+// A request that is never completed holds the drain no longer than --drain-s.
+TEST(HostileShutdown, DrainIsBounded) {
+  ServerOptions o;
+  o.sessions = 1;
+  o.drain_s = 0.3;
+  o.read_timeout_s = 5;
+  auto srv = StartServer(o);
+  ASSERT_NE(srv, nullptr);
+  const int fd = Connect(srv->port());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                          "Content-Length: 1000\r\n\r\n{"));
+  for (int i = 0; i < 200 && srv->active_requests() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(srv->active_requests(), 1u);
+  const double t0 = NowSeconds();
+  srv->Shutdown();
+  const double took = NowSeconds() - t0;
+  EXPECT_GE(took, 0.25);
+  EXPECT_LT(took, 3.0);
+  ::close(fd);
+}
+
+// `fgemma serve` drains on SIGTERM and exits 0 (a second signal would stop it at once).
+TEST(HostileShutdown, CliStopsOnSigterm) {
+  const std::string serve = test::CliPath() + " serve --sessions 1 --port 0 --model " + test::FixturePath("models/mini-bf16");
+  const std::string log = test::TempDir() + "/serve-sigterm.log";
+  std::string out;
+  EXPECT_EQ(test::RunCommand(serve + " >" + log + " 2>&1 & pid=$!; for i in $(seq 300); do grep -q serving " + log +
+                                 " && break; sleep 0.1; done; kill -TERM $pid; wait $pid; echo \"exit $?\"; cat " + log,
+                             &out),
+            0);
+  EXPECT_NE(out.find("fgemma: serving"), std::string::npos) << out;
+  EXPECT_NE(out.find("fgemma: stopping"), std::string::npos) << out;
+  EXPECT_NE(out.find("exit 0"), std::string::npos) << out;
+}
+
 // Finding 5: loopback is decided on every resolved address.
 TEST(HostAddress, LoopbackOnResolvedAddresses) {
   EXPECT_TRUE(IsLoopbackAddress("127.0.0.1"));

@@ -1,6 +1,8 @@
 // `fgemma tokenize` / `fgemma detokenize` end to end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "test_support.h"
 #include "tokenizer_fixture.h"
 #include "util/mapped_file.h"
@@ -39,6 +41,17 @@ TEST(TokenizerCli, JsonlInOrder) {
   ASSERT_TRUE(WriteStringToFile(dir + "/bad.jsonl", "\"ok\"\n42\n").ok());
   EXPECT_EQ(Cli("tokenize --model " + Model() + " --jsonl " + dir + "/bad.jsonl 2>&1", &out), 1);
   EXPECT_NE(out.find("bad.jsonl:2: expected a JSON string"), std::string::npos) << out;
+  EXPECT_EQ(Cli("tokenize --model " + Model() + " --jsonl " + dir + " 2>&1", &out), 1);
+  EXPECT_NE(out.find(dir + ": is a directory"), std::string::npos) << out;
+  // A pipe streams like standard input.
+  const std::string fifo = dir + "/lines.fifo";
+  out.clear();
+  ASSERT_EQ(RunCommand("rm -f " + fifo + " && mkfifo " + fifo + " && (head -3 " + dir + "/in.jsonl > " + fifo + " &) && " +
+                           CliPath() + " tokenize --model " + Model() + " --jsonl " + fifo,
+                       &out),
+            0);
+  EXPECT_EQ(out, expected.substr(0, out.size()));
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3);
 }
 
 TEST(TokenizerCli, DetokenizeAndErrors) {

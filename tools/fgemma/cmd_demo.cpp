@@ -1,11 +1,17 @@
 // fgemma demo: the smart-home example on a synthesized FunctionGemma-shaped model.
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
 #include <cstdio>
 #include <cstdlib>
 
 #include "call_common.h"
 #include "command.h"
+#include "kernels/matmul.h"
+#include "model/convert.h"
 #include "model/synth.h"
 #include "runtime/loaded_model.h"
 #include "util/mapped_file.h"
@@ -42,27 +48,52 @@ struct DemoArgs {
   int threads = 0;
 };
 
+// The demo's model: FunctionGemma-270M's exact shape with SYNTH.md's random weights, as the q8_0
+// GGUF the product ships. Made once: synthesized in bf16 into a fresh private directory (mkdtemp:
+// no fixed name another user could plant a link at), converted (written through a temporary file
+// renamed into place), and the bf16 files removed.
+Result<std::string> DemoModel(const std::string& cache) {
+  const std::string gguf = cache + "/synth-270m-q8_0.gguf";
+  if (FileExists(gguf)) return gguf;
+  std::string scratch = cache + "/synth-270m-bf16.XXXXXX";
+  if (::mkdtemp(scratch.data()) == nullptr) return IoError(scratch + ": cannot create a temporary directory: " + std::strerror(errno));
+  struct RemoveAfter {
+    std::string dir;
+    ~RemoveAfter() {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);  // removes links, never follows them
+    }
+  } remove_after{scratch};
+  std::fprintf(stderr, "synthesizing a FunctionGemma-shaped model (270m, random weights) and converting it to q8_0 in %s ...\n",
+               cache.c_str());
+  const double t0 = NowSeconds();
+  FGEMMA_RETURN_IF_ERROR(WriteSynthCheckpoint(ConfigByName("270m").value(), 270, DType::kBF16, scratch));
+  // The converter takes the vocabulary from the checkpoint's directory.
+  std::error_code ec;
+  std::filesystem::copy_file(AssetsRoot() + "/assets/functiongemma/tokenizer.json", scratch + "/tokenizer.json", ec);
+  if (ec) return IoError(scratch + "/tokenizer.json: cannot copy the tokenizer: " + ec.message());
+  ConvertOptions co;
+  co.type = DType::kQ8_0;
+  co.name = "synth-270m";
+  auto converted = ConvertToGguf(scratch, gguf, co);
+  if (!converted.ok()) return converted.status();
+  std::fprintf(stderr, "done in %.1f s: %s, %.0f MiB (cached for next time)\n", NowSeconds() - t0, gguf.c_str(),
+               converted->file_bytes / 1048576.0);
+  return gguf;
+}
+
 int RunDemo(const DemoArgs& a) {
   const std::string cache = CacheDir();
-  const std::string model_dir = cache + "/synth-270m-bf16";
   if (Status st = MakeDirs(cache); !st.ok()) return Fail(st.ToString());
-  if (!FileExists(model_dir + "/config.json")) {
-    std::fprintf(stderr, "synthesizing a FunctionGemma-shaped model (270m, random weights, 511 MiB) in %s ...\n", model_dir.c_str());
-    const double t0 = NowSeconds();
-    Status st = WriteSynthCheckpoint(ConfigByName("270m").value(), 270, DType::kBF16, model_dir + ".tmp");
-    if (!st.ok()) return Fail(st.ToString());
-    if (std::rename((model_dir + ".tmp").c_str(), model_dir.c_str()) != 0) return Fail("cannot move the synthesized model into place");
-    std::fprintf(stderr, "done in %.1f s (cached for next time)\n", NowSeconds() - t0);
-  }
+  auto model_path = DemoModel(cache);
+  if (!model_path.ok()) return Fail(model_path.status().ToString());
   CallInputs in;
   in.tools_path = AssetsRoot() + "/examples/smart-home/tools.json";
   in.utterance = a.utterance;
   in.tool_choice = "required";
   auto request = BuildCallRequest(in);
   if (!request.ok()) return Fail(request.status().ToString());
-  LoadOptions lo;
-  lo.tokenizer_path = AssetsRoot() + "/assets/functiongemma/tokenizer.json";  // the synthesized model has none
-  auto loaded = LoadModel(model_dir, lo);
+  auto loaded = LoadModel(model_path.value(), LoadOptions{});
   if (!loaded.ok()) return Fail(loaded.status().ToString());
   FunctionCallerOptions fo;
   fo.threads = a.threads;
@@ -73,7 +104,9 @@ int RunDemo(const DemoArgs& a) {
   std::printf("NOTE: this model has random weights (synthesized from SYNTH.md in FunctionGemma-270M's exact shape).\n"
               "      The call below is valid by construction (constrained decoding) but its content is noise;\n"
               "      only the real checkpoint gives meaningful calls. See README: \"Running the real model\".\n\n");
-  std::printf("tools:     %s (%zu functions)\nutterance: %s\n\n", in.tools_path.c_str(), request->chat.tools.size(), a.utterance.c_str());
+  std::printf("model:     %s (q8_0, kernels %s)\ntools:     %s (%zu functions)\nutterance: %s\n\n",
+              model_path->c_str(), KernelTargetName(), in.tools_path.c_str(), request->chat.tools.size(),
+              a.utterance.c_str());
   for (const char* label : {"first request", "second request"}) {
     auto outcome = caller.value()->Call(request.value());
     for (const auto& w : caller.value()->TakeWarnings()) std::fprintf(stderr, "fgemma: warning: %s\n", w.c_str());
@@ -81,16 +114,20 @@ int RunDemo(const DemoArgs& a) {
     const CallTiming& t = outcome->timing;
     std::printf("%s (catalog prefix: %s, %zu tokens, %.0f ms)\n", label, t.cache_source.c_str(), t.prefix_tokens, t.prefix_ms);
     std::printf("  %s\n", CallOutcomeToJson(outcome.value())["calls"].dump().c_str());
-    std::printf("  total %.0f ms: %zu prompt tokens, %zu generated (%zu by jump-forward, %zu head steps, %zu restricted)\n\n",
-                t.total_ms, t.prompt_tokens, t.generated_tokens, outcome->stats.forced_tokens, outcome->stats.head_steps,
-                outcome->stats.restricted_steps);
+    const ConstrainedStats& s = outcome->stats;
+    std::printf("  total %.0f ms, %zu passes over the weights: %zu prompt tokens, %zu generated\n"
+                "  speed-ups: catalog prefix %s; %zu tokens by jump-forward (no pass);\n"
+                "             %zu of %zu head steps restricted to the tokens the grammar allows\n\n",
+                t.total_ms, s.model_calls, t.prompt_tokens, t.generated_tokens,
+                t.cache_hit ? "restored, not recomputed" : "computed (kept for the next call)", s.forced_tokens,
+                s.restricted_steps, s.head_steps);
   }
   return 0;
 }
 
 CommandRegistration reg(60, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<DemoArgs>();
-  auto* cmd = app.add_subcommand("demo", "Run the smart-home example on a synthesized FunctionGemma-shaped model");
+  auto* cmd = app.add_subcommand("demo", "Run the smart-home example on a synthesized FunctionGemma-shaped model (q8_0)");
   cmd->add_option("utterance", a->utterance, "what the user said");
   cmd->add_option("--threads", a->threads, "threads (default: all cores)");
   return [a] { return RunDemo(*a); };

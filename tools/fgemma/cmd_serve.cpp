@@ -1,5 +1,9 @@
 // fgemma serve: the OpenAI-compatible HTTP server (src/server/server.h).
+#include <atomic>
+#include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <thread>
 
 #include "command.h"
 #include "server/server.h"
@@ -7,20 +11,28 @@
 namespace fgemma::cli {
 namespace {
 
-server::Server* g_server = nullptr;
+// Signals only count; a watcher thread acts on them (nothing else is safe in a handler).
+std::atomic<int> g_signals{0};
 
 int RunServe(const server::ServerOptions& o) {
   auto srv = server::Server::Create(o);
   if (!srv.ok()) return Fail(srv.status().ToString());
-  g_server = srv.value().get();
-  // httplib's stop() only flips a flag and shuts the socket, so calling it from the handler is safe enough.
-  auto on_signal = [](int) {
-    if (g_server) g_server->Stop();
-  };
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  Status st = srv.value()->Run();
-  g_server = nullptr;
+  server::Server& server = *srv.value();
+  std::signal(SIGINT, [](int) { g_signals.fetch_add(1); });
+  std::signal(SIGTERM, [](int) { g_signals.fetch_add(1); });
+  // The first SIGINT/SIGTERM drains (new requests 503, those received finish, up to --drain-s);
+  // a second one stops at once.
+  std::atomic<bool> served{false};
+  std::thread watcher([&] {
+    while (!served && g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (served) return;
+    std::fprintf(stderr, "fgemma: stopping: finishing %zu request(s) (at most %.0f s; signal again to stop now)\n",
+                 server.active_requests(), o.drain_s);
+    server.Shutdown([] { return g_signals.load() > 1; });
+  });
+  Status st = server.Run();
+  served = true;
+  watcher.join();
   return st.ok() ? 0 : Fail(st.ToString());
 }
 
@@ -52,6 +64,9 @@ CommandRegistration reg(90, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--http-workers", o->http_workers, "HTTP worker threads (0: max(64, 8 x sessions))")
       ->capture_default_str();
   cmd->add_option("--cache", o->cache_path, "catalog cache file");
+  cmd->add_option("--drain-s", o->drain_s,
+                  "on SIGINT/SIGTERM, wait this long for requests already received (new ones get 503)")
+      ->capture_default_str();
   return [o] { return RunServe(*o); };
 });
 

@@ -11,6 +11,7 @@
 #include "runtime/loaded_model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/json.h"
+#include "util/mapped_file.h"
 
 namespace fgemma::cli {
 namespace {
@@ -43,6 +44,9 @@ int RunTokenize(const TokenizeOptions& o) {
   }
   std::ifstream file;
   if (o.jsonl != "-") {
+    // A pipe (`--jsonl <(cmd)`) streams line by line like standard input; a directory would
+    // "open" and read as empty.
+    if (IsDirectory(o.jsonl)) return Fail(o.jsonl + ": is a directory, not a JSONL file");
     file.open(o.jsonl, std::ios::binary);
     if (!file) return Fail(o.jsonl + ": cannot open for reading");
   }
@@ -55,6 +59,7 @@ int RunTokenize(const TokenizeOptions& o) {
     if (!j->is_string()) return Fail(where + ": expected a JSON string, found " + std::string(j->type_name()));
     std::printf("%s\n", IdsToJson(tokenizer->Encode(j->get<std::string>(), options)).c_str());
   }
+  if (in.bad()) return Fail(o.jsonl + ": read error");
   return 0;
 }
 
