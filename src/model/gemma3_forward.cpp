@@ -34,38 +34,62 @@ Result<std::unique_ptr<Gemma3Forward>> Gemma3Forward::Create(const Model& model,
                            std::to_string(c.max_position_embeddings));
   f->buf_ = ForwardBuffers::Create(model, f->max_batch_, f->context_, num_threads);
   f->rope_ = RopeTables(c, f->max_batch_);
+  f->row_segment_.resize(f->max_batch_);
+  f->segment_first_row_.resize(f->max_batch_);
   return f;
 }
 
 void Gemma3Forward::Run(std::span<const int32_t> tokens, size_t start, KvCache& cache, ThreadPool& pool,
                         const LayerObserver* observer) {
-  const size_t n = tokens.size();
+  const ForwardSegment one{tokens, start, &cache};
+  RunSegments(std::span<const ForwardSegment>(&one, 1), pool, observer);
+}
+
+void Gemma3Forward::Run(std::span<const ForwardSegment> segments, ThreadPool& pool) {
+  RunSegments(segments, pool, nullptr);
+}
+
+void Gemma3Forward::RunSegments(std::span<const ForwardSegment> segments, ThreadPool& pool,
+                                const LayerObserver* observer) {
+  // Rows of the pass: each segment's tokens in turn; RoPE angles of each row's own position,
+  // shared by every layer of a kind.
+  segments_ = segments;
+  size_t n = 0;
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const size_t len = segments[s].tokens.size();
+    segment_first_row_[s] = static_cast<uint32_t>(n);
+    std::fill_n(row_segment_.begin() + static_cast<std::ptrdiff_t>(n), len, static_cast<uint32_t>(s));
+    rope_.Fill(segments[s].start, len, n);
+    n += len;
+  }
   // Embedding lookup, scaled by sqrt(hidden): x[n, H].
-  Embed(tokens);
-  // RoPE angles of the chunk's positions, shared by every layer of a kind.
-  rope_.Fill(start, n);
+  Embed();
   for (int l = 0; l < cfg_.num_layers; ++l) {
-    // x += post_attn_norm(o_proj(attention(input_norm(x)))), storing the chunk's keys and values.
-    AttentionBlock(l, n, start, cache, pool);
+    // x += post_attn_norm(o_proj(attention(input_norm(x)))), storing each segment's keys and values.
+    AttentionBlock(l, n, pool);
     // x += post_ffn_norm(down(gelu_tanh(gate(h)) * up(h))), h = pre_ffn_norm(x).
     MlpBlock(l, n, pool);
     if (observer != nullptr && *observer) (*observer)(l, buf_.x.data(), n);
   }
   // Final norm into xn (the head reads it).
   FinalNorm(n);
+  segments_ = {};
 }
 
-void Gemma3Forward::Embed(std::span<const int32_t> tokens) {
+void Gemma3Forward::Embed() {
   const size_t H = static_cast<size_t>(cfg_.hidden);
   const KernelMatrix& embed = model_.embedding();
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    float* x = buf_.x.data() + t * H;
-    LookupRow(embed, static_cast<size_t>(tokens[t]), x);
-    Scale(x, model_.embedding_scale(), H);
+  float* x = buf_.x.data();
+  for (const ForwardSegment& seg : segments_) {
+    for (int32_t token : seg.tokens) {
+      LookupRow(embed, static_cast<size_t>(token), x);
+      Scale(x, model_.embedding_scale(), H);
+      x += H;
+    }
   }
 }
 
-void Gemma3Forward::AttentionBlock(int l, size_t n, size_t start, KvCache& cache, ThreadPool& pool) {
+void Gemma3Forward::AttentionBlock(int l, size_t n, ThreadPool& pool) {
   const LayerWeights& L = model_.layer(l);
   const size_t H = static_cast<size_t>(cfg_.hidden), Q = static_cast<size_t>(cfg_.q_dim()),
                KV = static_cast<size_t>(cfg_.kv_dim()), hd = static_cast<size_t>(cfg_.head_dim),
@@ -98,12 +122,20 @@ void Gemma3Forward::AttentionBlock(int l, size_t n, size_t start, KvCache& cache
       }
     }
   });
-  // Global layers store the chunk's keys/values before attending (rows = positions, one run).
-  if (cache.kind(l) == LayerKind::kGlobal) cache.Commit(l, start, n, k, v);
-  // Causal (windowed) attention: attn[n, Q].
-  Attention(l, n, start, cache, pool);
-  // Sliding layers commit afterwards (see KvCache::VisibleTo: the chunk may wrap the ring).
-  if (cache.kind(l) == LayerKind::kSliding) cache.Commit(l, start, n, k, v);
+  // Each segment's keys/values go to its own cache: global layers before attending (rows =
+  // positions, one run), sliding layers afterwards (see KvCache::VisibleTo: a chunk may wrap the ring).
+  auto commit = [&](LayerKind when) {
+    for (size_t s = 0; s < segments_.size(); ++s) {
+      const ForwardSegment& seg = segments_[s];
+      if (seg.cache->kind(l) != when) continue;
+      const size_t row = segment_first_row_[s];
+      seg.cache->Commit(l, seg.start, seg.tokens.size(), k + row * KV, v + row * KV);
+    }
+  };
+  commit(LayerKind::kGlobal);
+  // Causal (windowed) attention within each segment: attn[n, Q].
+  Attention(l, n, pool);
+  commit(LayerKind::kSliding);
   // Output projection, post-attention norm, residual: x += post_attn_norm(o_proj(attn)).
   float* proj = buf_.proj.data();
   MatMulParallel({{&L.o_proj, proj, H}}, buf_.attn.data(), n, Q, buf_.packed.data(), pool);
@@ -116,7 +148,7 @@ void Gemma3Forward::AttentionBlock(int l, size_t n, size_t start, KvCache& cache
   });
 }
 
-void Gemma3Forward::Attention(int layer, size_t n, size_t start, const KvCache& cache, ThreadPool& pool) {
+void Gemma3Forward::Attention(int layer, size_t n, ThreadPool& pool) {
   const size_t Q = static_cast<size_t>(cfg_.q_dim()), KV = static_cast<size_t>(cfg_.kv_dim()),
                hd = static_cast<size_t>(cfg_.head_dim), kv_heads = static_cast<size_t>(cfg_.num_kv_heads),
                group = static_cast<size_t>(cfg_.num_heads) / kv_heads;
@@ -128,7 +160,11 @@ void Gemma3Forward::Attention(int layer, size_t n, size_t start, const KvCache& 
   pool.Run(n * kv_heads * tasks_per_kv, [&](size_t task, int thread) {
     const size_t t = task / (kv_heads * tasks_per_kv), rest = task % (kv_heads * tasks_per_kv);
     const size_t kvh = rest / tasks_per_kv, h0 = kvh * group + (rest % tasks_per_kv) * heads_per_task;
-    const KvCache::Visible kv = cache.VisibleTo(layer, start + t, start, buf_.k.data(), buf_.v.data(), kvh);
+    const uint32_t s = row_segment_[t];
+    const ForwardSegment& seg = segments_[s];
+    const size_t row0 = segment_first_row_[s];
+    const KvCache::Visible kv = seg.cache->VisibleTo(layer, seg.start + (t - row0), seg.start, buf_.k.data() + row0 * KV,
+                                                     buf_.v.data() + row0 * KV, kvh);
     const float* q = buf_.q.data() + t * Q + h0 * hd;
     float* scores = buf_.scores.data() + static_cast<size_t>(thread) * group * S;
     AttentionScores(q, hd, heads_per_task, kv.keys, kv.runs, KV, hd, scores, S);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "model/forward_buffers.h"
 #include "model/kv_cache.h"
@@ -25,6 +26,14 @@ struct ForwardOptions {
 // activations); null in production.
 using LayerObserver = std::function<void(int layer, const float* x, size_t num_tokens)>;
 
+// One sequence's share of a forward pass: its tokens at positions [start, start + tokens.size())
+// of its own KV cache, which holds the positions before `start`.
+struct ForwardSegment {
+  std::span<const int32_t> tokens;
+  size_t start = 0;
+  KvCache* cache = nullptr;
+};
+
 class Gemma3Forward {
  public:
   // `num_threads` is the thread count of the pool every Run will use (per-thread scratch).
@@ -36,6 +45,12 @@ class Gemma3Forward {
   // holds the positions before `start`.
   void Run(std::span<const int32_t> tokens, size_t start, KvCache& cache, ThreadPool& pool,
            const LayerObserver* observer);
+  // One pass over several sequences (batched serving): the weights are read once for all their
+  // tokens, each token attends only to its own segment's cache, and final_hidden rows follow the
+  // segments in order. The tokens of all segments together are at most max_batch, each segment
+  // within its cache's context. Every row gets the bits it gets when its segment runs alone: the
+  // matrix kernels give a row the same bits whatever the batch, the other steps are per row.
+  void Run(std::span<const ForwardSegment> segments, ThreadPool& pool);
 
   const float* final_hidden(size_t i) const { return buf_.xn.data() + i * static_cast<size_t>(cfg_.hidden); }
   size_t max_batch() const { return max_batch_; }
@@ -43,10 +58,11 @@ class Gemma3Forward {
 
  private:
   Gemma3Forward(const Model& model) : model_(model), cfg_(model.config()) {}
-  // The steps of Run; n tokens at positions [start, start + n), x[n, H] the residual stream.
-  void Embed(std::span<const int32_t> tokens);
-  void AttentionBlock(int layer, size_t n, size_t start, KvCache& cache, ThreadPool& pool);
-  void Attention(int layer, size_t n, size_t start, const KvCache& cache, ThreadPool& pool);
+  // The steps of Run over segments_ (n tokens in all), x[n, H] the residual stream.
+  void RunSegments(std::span<const ForwardSegment> segments, ThreadPool& pool, const LayerObserver* observer);
+  void Embed();
+  void AttentionBlock(int layer, size_t n, ThreadPool& pool);
+  void Attention(int layer, size_t n, ThreadPool& pool);
   void MlpBlock(int layer, size_t n, ThreadPool& pool);
   void FinalNorm(size_t n);
 
@@ -56,6 +72,11 @@ class Gemma3Forward {
   size_t context_ = 0;
   ForwardBuffers buf_;
   RopeTables rope_;
+  // The current pass: its segments, and for each of its rows the segment it belongs to and that
+  // segment's first row ([max_batch] each, made at Create: a pass allocates nothing).
+  std::span<const ForwardSegment> segments_;
+  std::vector<uint32_t> row_segment_;
+  std::vector<uint32_t> segment_first_row_;
 };
 
 }  // namespace fgemma

@@ -15,11 +15,11 @@ RopeTables::RopeTables(const ModelConfig& c, size_t max_batch) : half_(static_ca
   }
 }
 
-void RopeTables::Fill(size_t start, size_t n) {
+void RopeTables::Fill(size_t start, size_t n, size_t row) {
   for (size_t k = 0; k < 2; ++k) {
     for (size_t t = 0; t < n; ++t)
-      RopeAngles(inv_freq_[k].data(), half_, static_cast<int>(start + t), cos_[k].data() + t * half_,
-                 sin_[k].data() + t * half_);
+      RopeAngles(inv_freq_[k].data(), half_, static_cast<int>(start + t), cos_[k].data() + (row + t) * half_,
+                 sin_[k].data() + (row + t) * half_);
   }
 }
 

@@ -16,8 +16,9 @@ class RopeTables {
   RopeTables() = default;
   RopeTables(const ModelConfig& config, size_t max_batch);
 
-  // Angles of positions [start, start + n), n <= max_batch.
-  void Fill(size_t start, size_t n);
+  // Angles of positions [start, start + n) into the chunk's rows [row, row + n), row + n <= max_batch
+  // (a pass over several sequences fills one run of rows per sequence).
+  void Fill(size_t start, size_t n, size_t row = 0);
   // cos/sin[head_dim / 2] of the chunk's token t, for layers of `kind`.
   const float* cos(LayerKind kind, size_t t) const { return cos_[Index(kind)].data() + t * half_; }
   const float* sin(LayerKind kind, size_t t) const { return sin_[Index(kind)].data() + t * half_; }
