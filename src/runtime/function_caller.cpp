@@ -33,7 +33,8 @@ Result<std::unique_ptr<FunctionCaller>> FunctionCaller::Create(const LoadedModel
   SessionOptions so;
   so.threads = options.threads;
   so.context = options.context;
-  so.pool = options.pool ? options.pool : SharedThreadPool(options.threads);
+  so.pool = options.batcher ? options.batcher->pool() : options.pool ? options.pool : SharedThreadPool(options.threads);
+  so.batcher = options.batcher;
   FGEMMA_TRY(fc->catalog_, Session::Create(fc->model_, so));
   FGEMMA_TRY(fc->work_, Session::Create(fc->model_, so));
   return fc;
@@ -164,7 +165,11 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
     return true;
   };
   const size_t position_before = work_->position();
+  // Batched serving: while decoding, this caller's passes are awaited by the others' leaders.
+  std::optional<PassBatcher::Participation> batched;
+  if (options_.batcher) batched.emplace(options_.batcher.get());
   Status generated = gen.Generate(*work_, remainder, decoding, &out.output_tokens, &out.stats);
+  batched.reset();
   if (!generated.ok() && !(stopped && generated.code() == ErrorCode::kCancelled)) return generated;
   if (stopped) out.output_tokens.resize(accepted);
   t.evaluated_tokens += work_->position() - position_before;

@@ -26,6 +26,9 @@ struct FunctionCallerOptions {
   int threads = 0;                 // 0: all cores (or the pool's count)
   // Runs both of the caller's sessions (catalog and work); null: SharedThreadPool(threads).
   std::shared_ptr<ThreadPool> pool;
+  // Shares forward passes with other callers decoding at the same time (batched serving,
+  // runtime/pass_batcher.h); its pool replaces `pool`. Answers are unchanged.
+  std::shared_ptr<PassBatcher> batcher;
   size_t context = 4096;           // positions per session
   std::string cache_path;          // catalog cache file ("" = memory only)
   GrammarLimits limits;

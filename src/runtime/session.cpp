@@ -10,15 +10,30 @@ Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> mo
     return InvalidArgument("session asks for " + std::to_string(options.threads) + " threads but its pool has " +
                            std::to_string(options.pool->num_threads()));
   auto s = std::unique_ptr<Session>(new Session());
-  const int threads = options.pool          ? options.pool->num_threads()
+  const int threads = options.batcher       ? options.batcher->pool()->num_threads()
+                      : options.pool          ? options.pool->num_threads()
                       : options.threads > 0 ? options.threads
                                             : ThreadPool::DefaultThreads();
+  if (options.batcher) {
+    if (&options.batcher->model() != model.get()) return InvalidArgument("session and pass batcher have different models");
+    if (options.pool && options.pool != options.batcher->pool())
+      return InvalidArgument("session and pass batcher must share one thread pool");
+    if (options.threads > 0 && options.threads != options.batcher->pool()->num_threads())
+      return InvalidArgument("session asks for " + std::to_string(options.threads) + " threads but its pass batcher has " +
+                             std::to_string(options.batcher->pool()->num_threads()));
+    const size_t context = options.context ? options.context : static_cast<size_t>(model->config().max_position_embeddings);
+    if (context > options.batcher->context())
+      return InvalidArgument("session context " + std::to_string(context) + " exceeds its pass batcher's " +
+                             std::to_string(options.batcher->context()));
+  }
   ForwardOptions fo;
   fo.context = options.context;
-  fo.max_batch = options.max_batch;
+  // Batched, the batcher runs the passes: this session's own forward buffers stay one row.
+  fo.max_batch = options.batcher ? 1 : options.max_batch;
   FGEMMA_TRY(s->forward_, Gemma3Forward::Create(*model, fo, threads));
   FGEMMA_TRY(s->cache_, KvCache::Create(model->config(), s->forward_->context()));
-  s->pool_ = options.pool ? options.pool : SharedThreadPool(threads);
+  s->pool_ = options.batcher ? options.batcher->pool() : options.pool ? options.pool : SharedThreadPool(threads);
+  s->batcher_ = options.batcher;
   s->head_ = std::make_unique<LmHead>(*model, threads);
   s->model_ = std::move(model);
   return s;
@@ -42,6 +57,11 @@ Status Session::Evaluate(std::span<const int32_t> tokens, std::span<HeadRequest>
     for (int32_t id : h.candidates) {
       if (id < 0 || id >= vocab) return InvalidArgument("candidate token id " + std::to_string(id) + " is outside the vocabulary");
     }
+  }
+  if (batcher_) {
+    batcher_->Evaluate(tokens, position_, cache_, *head_, heads);
+    position_ += tokens.size();
+    return Status::Ok();
   }
   const LayerObserver* observer = observer_ ? &observer_ : nullptr;
   const size_t batch = forward_->max_batch();

@@ -14,6 +14,7 @@
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "runtime/lm_head.h"
+#include "runtime/pass_batcher.h"
 #include "util/thread_pool.h"
 
 namespace fgemma {
@@ -26,6 +27,9 @@ struct SessionOptions {
   // are set). Null: SharedThreadPool(threads), the one every session of the process with that
   // count shares. Results depend on the thread count only, not on the pool or its other users.
   std::shared_ptr<ThreadPool> pool;
+  // Shares forward passes with the other sessions attached to it (batched serving, see
+  // pass_batcher.h); its pool is the session's. Null: this session runs its own passes.
+  std::shared_ptr<PassBatcher> batcher;
 };
 
 class Session {
@@ -61,6 +65,7 @@ class Session {
   // every result, depend on it (see catalog_cache.h).
   int threads() const { return pool_->num_threads(); }
   const KvCache& kv_cache() const { return cache_; }
+  // Layer observers see passes this session runs itself (not a batcher's).
   void set_layer_observer(LayerObserver observer) { observer_ = std::move(observer); }
 
  private:
@@ -70,6 +75,7 @@ class Session {
   std::unique_ptr<Gemma3Forward> forward_;
   KvCache cache_;  // made for forward_->context()
   std::unique_ptr<LmHead> head_;
+  std::shared_ptr<PassBatcher> batcher_;
   LayerObserver observer_;
   size_t position_ = 0;
 };

@@ -20,6 +20,8 @@
 #include "chat/chat_json.h"
 #include "chat/request.h"
 #include "runtime/loaded_model.h"
+#include "runtime/pass_batcher.h"
+#include "util/thread_pool.h"
 #include "server/caller_pool.h"
 #include "server/chat_stream.h"
 #include "server/connection_reaper.h"
@@ -34,6 +36,7 @@ struct Server::Impl {
   ServerOptions options;
   std::string model_name;
   std::string bind_address;  // the resolved address of options.host that was checked
+  std::shared_ptr<PassBatcher> batcher;  // null: each session runs its own passes
   std::unique_ptr<CallerPool> pool;
   httplib::Server http;
   std::unique_ptr<ConnectionReaper> reaper;
@@ -146,6 +149,13 @@ void Server::Impl::Routes() {
               {"queued", in_flight.load() > pool->busy() ? in_flight.load() - pool->busy() : 0},
               {"client_disconnects", client_disconnects.load()},
               {"reaped_connections", reaper ? reaper->reaped() : 0}};
+    if (batcher) {
+      const PassBatcher::Stats st = batcher->stats();
+      j["batching"] = {{"passes", st.passes},
+                       {"rows", st.rows},
+                       {"shared_passes", st.shared},
+                       {"max_sessions_per_pass", st.max_sessions}};
+    }
     res.set_content(DumpJson(j), "application/json");
   });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
@@ -438,6 +448,12 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   fo.context = options.context;
   fo.cache_path = options.cache_path;
   fo.trust_content_tokens = options.trust_content_tokens;
+  if (options.batch && options.sessions > 1) {
+    // Continuous batching: requests decoding at the same time share each pass over the weights.
+    fo.pool = SharedThreadPool(options.threads);
+    FGEMMA_TRY(impl->batcher, PassBatcher::Create(loaded.model, 256, options.context, fo.pool));
+    fo.batcher = impl->batcher;
+  }
   FGEMMA_TRY(impl->pool, CallerPool::Create(loaded, fo, options.sessions));
   // Workers well beyond the sessions: requests beyond the pool wait in Acquire (bounded by
   // --max-queue and --queue-timeout-ms) and slow clients, each cut after --read-timeout-s, cannot

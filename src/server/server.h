@@ -37,6 +37,7 @@ struct ServerOptions {
   size_t http_workers = 0;         // 0 = max(64, 8 x sessions)
   std::string cache_path;          // optional catalog cache file for the pool's first session
   bool trust_content_tokens = false;  // FunctionCallerOptions::trust_content_tokens
+  bool batch = true;                // sessions decoding at once share forward passes (PassBatcher)
   double drain_s = 10;             // Shutdown(): wait for requests already received, at most this long
 };
 

@@ -64,6 +64,9 @@ CommandRegistration reg(90, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--http-workers", o->http_workers, "HTTP worker threads (0: max(64, 8 x sessions))")
       ->capture_default_str();
   cmd->add_option("--cache", o->cache_path, "catalog cache file");
+  cmd->add_flag("--no-batch{false}", o->batch,
+                "run each session's passes alone instead of sharing passes between sessions decoding at once "
+                "(answers are the same; for comparisons)");
   cmd->add_option("--drain-s", o->drain_s,
                   "on SIGINT/SIGTERM, wait this long for requests already received (new ones get 503)")
       ->capture_default_str();
