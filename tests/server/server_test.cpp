@@ -492,6 +492,71 @@ TEST(ServerDeterminism, EveryPooledSessionGivesTheSameAnswer) {
   EXPECT_TRUE(all_caches.count("memory") && all_caches.count("built"));
 }
 
+// Issue 14, batched serving: 8 clients at once on a server whose 8 sessions share passes get, for
+// every request, the answer a one-session server without batching gives it: mixed catalogs,
+// utterances, tool_choice, max_tokens cuts and streaming; passes were really shared.
+TEST(ServerBatching, BatchedAnswersEqualSingleAnswers) {
+  Json catalog13 = BodyJson(false, "required");
+  catalog13["tools"] = Json::parse(ReadFileToString(test::FixturePath("chat/smart-home-tools-13.json")).value());
+  catalog13["messages"] = Messages("Remind me to buy milk and set an alarm for 7 am");
+  Json cut = BodyJson(false, "none");
+  cut["max_tokens"] = 7;
+  Json long_utterance = BodyJson(false, "auto");
+  long_utterance["messages"] = Messages("Please dim the living room lights to 20 percent, lock the front door, and then "
+                                        "set the thermostat in the bedroom to 21 degrees before I go to sleep tonight");
+  Json streamed13 = catalog13;
+  streamed13["stream"] = true;
+  const std::vector<Json> kinds = {BodyJson(false, "required"), BodyJson(false, "none"), catalog13, BodyJson(true, "required"),
+                                   cut, long_utterance, streamed13, BodyJson(true, "auto")};
+  auto answer_of = [](const Json& body, const httplib::Result& res) -> Json {
+    if (!res || res->status != 200) return Json("HTTP " + (res ? std::to_string(res->status) + " " + res->body : std::string("error")));
+    if (body["stream"].get<bool>()) {
+      const Streamed st = Fold(SseEvents(res->body));
+      return {WithIdsOf(st.message, st.id, "chatcmpl-0"), st.finish_reason};
+    }
+    const Json j = Json::parse(res->body);
+    return {WithIdsOf(j["choices"][0]["message"], j["id"], "chatcmpl-0"), j["choices"][0]["finish_reason"]};
+  };
+  std::vector<Json> expected;
+  {
+    ServerOptions o;
+    o.sessions = 1;
+    o.batch = false;
+    auto single = StartServer(o);
+    ASSERT_NE(single, nullptr);
+    auto cli = ClientFor(*single);
+    for (const Json& k : kinds) expected.push_back(answer_of(k, cli.Post("/v1/chat/completions", k.dump(), "application/json")));
+  }
+  ServerOptions o;
+  o.sessions = 8;
+  o.queue_timeout_ms = 600000;
+  auto srv = StartServer(o);
+  ASSERT_NE(srv, nullptr);
+  constexpr int kClients = 8, kRequestsEach = 6;
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::vector<std::string> mismatches;
+  for (int c = 0; c < kClients; ++c)
+    threads.emplace_back([&, c] {
+      auto cli = ClientFor(*srv);
+      for (int r = 0; r < kRequestsEach; ++r) {
+        const size_t kind = static_cast<size_t>(c * 3 + r) % kinds.size();
+        const Json got = answer_of(kinds[kind], cli.Post("/v1/chat/completions", kinds[kind].dump(), "application/json"));
+        if (got != expected[kind]) {
+          std::lock_guard lock(mu);
+          mismatches.push_back("kind " + std::to_string(kind) + ": " + got.dump() + " != " + expected[kind].dump());
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& m : mismatches) ADD_FAILURE() << m;
+  auto cli = ClientFor(*srv);
+  const Json health = Json::parse(cli.Get("/health")->body);
+  ASSERT_TRUE(health.contains("batching")) << health.dump();
+  EXPECT_GT(health["batching"]["shared_passes"].get<uint64_t>(), 0u) << health.dump();
+  std::printf("[ server ] batching: %s\n", health["batching"].dump().c_str());
+}
+
 // The pool's first session reads the --cache file, the others prefill. A file written under other
 // numerics (here by `fgemma call --threads 2`, the server's sessions using 1 thread) holds values
 // that differ in the last bits from a fresh prefill, so restoring it could make session 0 answer
