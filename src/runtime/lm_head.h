@@ -29,31 +29,19 @@ struct HeadRequest {
 
 class LmHead {
  public:
-  // `max_tokens`: the most full-vocabulary requests ComputeFull takes at once.
-  LmHead(const Model& model, int num_threads, size_t max_tokens = 1);
+  LmHead(const Model& model, int num_threads);
   // hidden[hidden_size] is the final-normed state of the requested position.
   void Compute(const float* hidden, HeadRequest& request, ThreadPool& pool);
-  // Full-vocabulary requests of several positions (of one or several sequences) in one read of the
-  // embedding: requests[t] (no candidates, at most max_tokens of them) for hidden[t]. Each gets the
-  // bits Compute gives it alone.
-  void ComputeFull(std::span<const float* const> hidden, std::span<HeadRequest* const> requests, ThreadPool& pool);
-  size_t max_tokens() const { return max_tokens_; }
 
  private:
+  const Model& model_;
+  std::vector<float> block_scratch_;   // [threads, kBlockRows]
+  std::vector<uint8_t> packed_;        // activation packing for an integer embedding
   struct Best {
     float value;
     int32_t id;
   };
-  // Soft-caps logits[count] in place and folds them into `best` (ids: id_base + i, or ids[i]),
-  // skipping ids outside `mask` when one is given.
-  void Finish(float* logits, size_t count, size_t id_base, const int32_t* ids, const uint64_t* mask, Best& best) const;
-
-  const Model& model_;
-  size_t max_tokens_ = 1;
-  std::vector<float> block_scratch_;   // [threads, max_tokens, kBlockRows]
-  std::vector<float> gathered_;        // [max_tokens, hidden]: ComputeFull's hidden states side by side
-  std::vector<uint8_t> packed_;        // activation packing for an integer embedding ([max_tokens] rows)
-  std::vector<Best> best_;             // [threads, max_tokens]
+  std::vector<Best> best_;             // [threads], padded by the struct size only
 };
 
 }  // namespace fgemma

@@ -34,7 +34,7 @@ Result<std::shared_ptr<PassBatcher>> PassBatcher::Create(std::shared_ptr<const M
   fo.max_batch = std::max<size_t>(1, max_batch);
   fo.context = context;
   FGEMMA_TRY(b->forward_, Gemma3Forward::Create(*model, fo, pool->num_threads()));
-  b->head_ = std::make_unique<LmHead>(*model, pool->num_threads(), kMaxHeadBatch);
+  b->head_ = std::make_unique<LmHead>(*model, pool->num_threads());
   b->model_ = std::move(model);
   b->pool_ = std::move(pool);
   b->queue_.reserve(256);
@@ -94,7 +94,7 @@ void PassBatcher::ComputeHeads() {
   // Candidate heads (constrained decoding) with their session's head, full-vocabulary ones
   // gathered and computed together, in groups of kMaxHeadBatch.
   auto flush = [&] {
-    head_->ComputeFull(full_hidden_, full_requests_, *pool_);
+    for (size_t i = 0; i < full_requests_.size(); ++i) head_->Compute(full_hidden_[i], *full_requests_[i], *pool_);
     full_hidden_.clear();
     full_requests_.clear();
   };
