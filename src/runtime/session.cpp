@@ -25,6 +25,7 @@ Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> mo
 }
 
 Status Session::Evaluate(std::span<const int32_t> tokens, std::span<HeadRequest> heads) {
+  undoable_ = 0;
   const ModelConfig& c = model_->config();
   const int vocab = c.vocab_size;
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -56,6 +57,29 @@ Status Session::Evaluate(std::span<const int32_t> tokens, std::span<HeadRequest>
   return Status::Ok();
 }
 
+Status Session::EvaluateSpeculative(std::span<const int32_t> tokens, std::span<HeadRequest> heads, size_t undoable) {
+  undoable_ = 0;
+  if (tokens.size() > max_speculative_batch())
+    return InvalidArgument("speculative batch of " + std::to_string(tokens.size()) + " tokens exceeds " +
+                           std::to_string(max_speculative_batch()));
+  if (undoable > tokens.size())
+    return InvalidArgument("cannot undo " + std::to_string(undoable) + " of " + std::to_string(tokens.size()) + " tokens");
+  if (tokens.size() <= context() - position_) cache_.SaveRing(position_ + tokens.size() - undoable, undoable);
+  FGEMMA_RETURN_IF_ERROR(Evaluate(tokens, heads));
+  undoable_ = undoable;
+  return Status::Ok();
+}
+
+Status Session::Rewind(size_t count) {
+  if (count > undoable_)
+    return InvalidArgument("cannot rewind " + std::to_string(count) + " positions, the last speculative batch allows " +
+                           std::to_string(undoable_));
+  cache_.RestoreRing(position_ - count, position_);
+  position_ -= count;
+  undoable_ -= count;
+  return Status::Ok();
+}
+
 Status Session::Generate(std::span<const int32_t> prompt, size_t max_new, bool stop_at_eos,
                          const std::function<bool(int32_t)>& on_token) {
   if (prompt.empty()) return InvalidArgument("generation needs at least one prompt token");
@@ -80,6 +104,7 @@ Status Session::CopyStateFrom(const Session& other) {
   if (other.position_ > context()) return OutOfRange("session state of " + std::to_string(other.position_) + " positions exceeds this session's context");
   cache_.CopyFrom(other.cache_, other.position_);
   position_ = other.position_;
+  undoable_ = 0;
   return Status::Ok();
 }
 
@@ -90,12 +115,14 @@ namespace fgemma {
 Status Session::ImportState(size_t position, const uint8_t* data, size_t size) {
   FGEMMA_RETURN_IF_ERROR(cache_.Import(position, data, size));
   position_ = position;
+  undoable_ = 0;
   return Status::Ok();
 }
 
 Status Session::JumpWithZeroState(size_t position) {
   FGEMMA_RETURN_IF_ERROR(cache_.Zero(position));
   position_ = position;
+  undoable_ = 0;
   return Status::Ok();
 }
 
