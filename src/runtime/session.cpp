@@ -50,9 +50,20 @@ Status Session::Evaluate(std::span<const int32_t> tokens, std::span<HeadRequest>
     const size_t n = std::min(batch, tokens.size() - begin);
     forward_->Run(tokens.subspan(begin, n), position_, cache_, *pool_, observer);
     position_ += n;
+    // Whole-vocabulary heads of one chunk share one pass over the embedding (drafted passes);
+    // a lone one, and every restricted one, is computed alone.
+    size_t many = 0;
     for (HeadRequest& h : heads) {
-      if (h.index >= begin && h.index < begin + n) head_->Compute(forward_->final_hidden(h.index - begin), h, *pool_);
+      if (h.index < begin || h.index >= begin + n) continue;
+      if (h.candidates.empty() && many < LmHead::kMaxMany) {
+        many_hidden_[many] = forward_->final_hidden(h.index - begin);
+        many_heads_[many++] = &h;
+      } else {
+        head_->Compute(forward_->final_hidden(h.index - begin), h, *pool_);
+      }
     }
+    if (many == 1) head_->Compute(many_hidden_[0], *many_heads_[0], *pool_);
+    if (many > 1) head_->ComputeMany({many_hidden_.data(), many}, {many_heads_.data(), many}, *pool_);
   }
   return Status::Ok();
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <memory>
 #include <span>
@@ -85,7 +86,9 @@ class Session {
   std::unique_ptr<LmHead> head_;
   LayerObserver observer_;
   size_t position_ = 0;
-  size_t undoable_ = 0;  // positions the last EvaluateSpeculative allows Rewind to take back
+  size_t undoable_ = 0;
+  std::array<const float*, LmHead::kMaxMany> many_hidden_{};
+  std::array<HeadRequest*, LmHead::kMaxMany> many_heads_{};  // positions the last EvaluateSpeculative allows Rewind to take back
 };
 
 }  // namespace fgemma

@@ -64,30 +64,40 @@ TEST(DraftRollback, RewindEqualsNeverEvaluating) {
 }
 
 // A batch of positions gives each one the head bits it gets one token at a time (what makes
-// verification exact: matmuls, attention over the ring and the chunk, norms, RoPE).
+// verification exact: matmuls, attention over the ring and the chunk, norms, RoPE, and the
+// whole-vocabulary heads of a batch computed in one pass over the embedding), in every weight type.
 TEST(DraftRollback, BatchHeadsEqualOneTokenAtATime) {
-  auto& w = test::ConstrainedWorld::Get();
-  std::vector<int32_t> prompt(30), tail(12);
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(700 + 41 * i);
-  for (size_t i = 0; i < tail.size(); ++i) tail[i] = static_cast<int32_t>(3000 + 29 * i);
-  const size_t vocab = static_cast<size_t>(w.model->config().vocab_size);
-  std::vector<float> single(tail.size() * vocab), batched(tail.size() * vocab);
-  auto a = w.NewSession();
-  ASSERT_TRUE(a->Evaluate(prompt).ok());
-  for (size_t i = 0; i < tail.size(); ++i) {
-    HeadRequest h;
-    h.logits = single.data() + i * vocab;
-    ASSERT_TRUE(a->Evaluate(std::span<const int32_t>(&tail[i], 1), std::span<HeadRequest>(&h, 1)).ok());
+  for (const char* path : {"models/mini-bf16", "models/mini-q8_0.gguf", "models/mini-q4_0.gguf"}) {
+    auto model = std::shared_ptr<const Model>(Model::Load(test::FixturePath(path)).value());
+    SessionOptions so;
+    so.context = 512;
+    so.threads = 2;
+    std::vector<int32_t> prompt(30), tail(12);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(700 + 41 * i);
+    for (size_t i = 0; i < tail.size(); ++i) tail[i] = static_cast<int32_t>(3000 + 29 * i);
+    const size_t vocab = static_cast<size_t>(model->config().vocab_size);
+    std::vector<float> single(tail.size() * vocab), batched(tail.size() * vocab);
+    std::vector<int32_t> single_ids(tail.size()), batched_ids(tail.size());
+    auto a = Session::Create(model, so).value();
+    ASSERT_TRUE(a->Evaluate(prompt).ok());
+    for (size_t i = 0; i < tail.size(); ++i) {
+      HeadRequest h;
+      if (i % 2 == 0) h.logits = single.data() + i * vocab;
+      ASSERT_TRUE(a->Evaluate(std::span<const int32_t>(&tail[i], 1), std::span<HeadRequest>(&h, 1)).ok());
+      single_ids[i] = h.argmax;
+    }
+    auto b = Session::Create(model, so).value();
+    ASSERT_TRUE(b->Evaluate(prompt).ok());
+    std::vector<HeadRequest> heads(tail.size());
+    for (size_t i = 0; i < tail.size(); ++i) {
+      heads[i].index = i;
+      if (i % 2 == 0) heads[i].logits = batched.data() + i * vocab;
+    }
+    ASSERT_TRUE(b->EvaluateSpeculative(tail, heads, tail.size() - 1).ok());
+    for (size_t i = 0; i < tail.size(); ++i) batched_ids[i] = heads[i].argmax;
+    EXPECT_EQ(batched_ids, single_ids) << path;
+    EXPECT_EQ(std::memcmp(single.data(), batched.data(), single.size() * sizeof(float)), 0) << path;
   }
-  auto b = w.NewSession();
-  ASSERT_TRUE(b->Evaluate(prompt).ok());
-  std::vector<HeadRequest> heads(tail.size());
-  for (size_t i = 0; i < tail.size(); ++i) {
-    heads[i].index = i;
-    heads[i].logits = batched.data() + i * vocab;
-  }
-  ASSERT_TRUE(b->EvaluateSpeculative(tail, heads, tail.size() - 1).ok());
-  EXPECT_EQ(std::memcmp(single.data(), batched.data(), single.size() * sizeof(float)), 0);
 }
 
 TEST(Drafts, ChangeNoTokenOverRandomCatalogs) {
