@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define FGEMMA_ABI_VERSION 2
+#define FGEMMA_ABI_VERSION 3
 
 typedef enum fgemma_status {
   FGEMMA_OK = 0,
@@ -133,6 +133,11 @@ typedef struct fgemma_caller_params {
    * is encoded as ordinary text. true: the plain Hugging Face behaviour (the rendered prompt
    * tokenized as one string with control-token recognition on), for content you fully trust. */
   bool trust_content_tokens;
+  /* Exact speculative drafts (default true; ABI version 3 added this field): guessed tokens
+   * (copied from the conversation and this caller's earlier calls on the catalog) are verified in
+   * the pass that computes the next token, so a call takes fewer passes; the output is the same
+   * token for token. false only for comparisons. */
+  bool draft;
 } fgemma_caller_params;
 
 FGEMMA_API fgemma_caller_params fgemma_caller_default_params(void);

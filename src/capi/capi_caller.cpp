@@ -92,6 +92,7 @@ FGEMMA_API fgemma_caller_params fgemma_caller_default_params(void) {
   p.restricted_head = true;
   p.jump_forward = true;
   p.trust_content_tokens = false;
+  p.draft = true;
   return p;
 }
 
@@ -114,6 +115,7 @@ FGEMMA_API fgemma_status fgemma_caller_new(const fgemma_model* model, fgemma_cal
     fo.cache_path = handle->cache_path;
     fo.decoding.restricted_head = params.restricted_head;
     fo.decoding.jump_forward = params.jump_forward;
+    fo.decoding.draft = params.draft;
     fo.trust_content_tokens = params.trust_content_tokens;
     auto caller = fgemma::FunctionCaller::Create(*model->loaded, fo);
     if (!caller.ok()) return Fail(caller.status());

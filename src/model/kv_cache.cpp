@@ -24,6 +24,9 @@ Result<KvCache> KvCache::Create(const ModelConfig& config, size_t context) {
     layer.values = FloatBuffer(static_cast<size_t>(elems));
     cache.layers_.push_back(std::move(layer));
   }
+  size_t sliding = 0;
+  for (const Layer& lc : cache.layers_) sliding += lc.kind == LayerKind::kSliding;
+  cache.undo_ = FloatBuffer(sliding * 2 * kMaxUndoRows * cache.kv_dim_);
   return cache;
 }
 
@@ -127,6 +130,47 @@ Status KvCache::Zero(size_t n) {
     std::fill(lc.values.data(), lc.values.data() + count, 0.0f);
   }
   return Status::Ok();
+}
+
+size_t KvCache::min_ring_rows() const {
+  size_t rows = context_;
+  for (const Layer& lc : layers_) {
+    if (lc.kind == LayerKind::kSliding) rows = std::min(rows, lc.rows);
+  }
+  return rows;
+}
+
+void KvCache::SaveRing(size_t start, size_t n) {
+  n = std::min({n, kMaxUndoRows, min_ring_rows()});
+  undo_start_ = start;
+  undo_count_ = n;
+  const size_t KV = kv_dim_;
+  float* dst = undo_.data();
+  for (const Layer& lc : layers_) {
+    if (lc.kind != LayerKind::kSliding) continue;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t row = (start + i) % lc.rows;
+      std::memcpy(dst + i * KV, lc.keys.data() + row * KV, KV * sizeof(float));
+      std::memcpy(dst + (kMaxUndoRows + i) * KV, lc.values.data() + row * KV, KV * sizeof(float));
+    }
+    dst += 2 * kMaxUndoRows * KV;
+  }
+}
+
+void KvCache::RestoreRing(size_t from, size_t to) {
+  from = std::max(from, undo_start_);
+  to = std::min(to, undo_start_ + undo_count_);
+  const size_t KV = kv_dim_;
+  const float* src = undo_.data();
+  for (Layer& lc : layers_) {
+    if (lc.kind != LayerKind::kSliding) continue;
+    for (size_t p = from; p < to; ++p) {
+      const size_t i = p - undo_start_, row = p % lc.rows;
+      std::memcpy(lc.keys.data() + row * KV, src + i * KV, KV * sizeof(float));
+      std::memcpy(lc.values.data() + row * KV, src + (kMaxUndoRows + i) * KV, KV * sizeof(float));
+    }
+    src += 2 * kMaxUndoRows * KV;
+  }
 }
 
 }  // namespace fgemma

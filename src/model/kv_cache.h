@@ -65,6 +65,20 @@ class KvCache {
   // long context: the attention work is that of a real prefill, the outputs are meaningless).
   Status Zero(size_t n);
 
+  // Undo of speculative positions (drafted tokens a verification rejects). A global layer needs
+  // none: rows past the position are never read and get overwritten. A sliding ring does: writing
+  // position p replaces the row of p - rows, which a query at a position before p still attends
+  // to once p is rejected. SaveRing(start, n) copies the ring rows that positions [start, start+n)
+  // will occupy; RestoreRing(from, to) puts back those of positions [from, to) (within the saved
+  // range). n is at most kMaxUndoRows and at most min_ring_rows() (a chunk that wraps the ring by
+  // itself overwrites rows no backup holds).
+  static constexpr size_t kMaxUndoRows = 32;
+  size_t min_ring_rows() const;
+  void SaveRing(size_t start, size_t n);
+  void RestoreRing(size_t from, size_t to);
+  size_t undo_start() const { return undo_start_; }
+  size_t undo_count() const { return undo_count_; }
+
  private:
   struct Layer {
     LayerKind kind = LayerKind::kSliding;
@@ -80,6 +94,9 @@ class KvCache {
   size_t window_ = 0;     // the model's sliding window (a ring may be shorter, never longer)
   size_t kv_dim_ = 0;     // floats per row: kv_heads * head_dim
   size_t head_dim_ = 0;
+  // SaveRing's copies: per sliding layer, kMaxUndoRows rows of keys then as many of values.
+  FloatBuffer undo_;
+  size_t undo_start_ = 0, undo_count_ = 0;
 };
 
 }  // namespace fgemma

@@ -18,6 +18,7 @@ CallGenerator::CallGenerator(const ConstraintVocab& vocab, const CallGrammar& gr
 
 Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt, const ConstrainedOptions& opt,
                                std::vector<int32_t>* out, ConstrainedStats* stats) {
+  if (opt.draft && opt.jump_forward && opt.max_draft > 0) return GenerateDrafted(session, prompt, opt, out, stats);
   matcher_ = CallMatcher(&grammar_);
   ChoiceHook* hook = opt.choice_hook;
   if (hook) hook->Start();
@@ -52,7 +53,7 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
     if (!forced_.empty()) {
       allowed_.assign(1, forced_[forced_next++]);
     } else {
-      GrammarAllowed(&text);
+      GrammarAllowed(matcher_, &allowed_, &text);
       if (allowed_.empty() && (text == nullptr || text->count == 0))
         return Internal("grammar allows no token (constraint compiler bug)");
     }
@@ -101,44 +102,46 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
   return Status::Ok();
 }
 
-// allowed_ (and *text, a free-text set) := what the grammar allows in the matcher's state. Structural
+// *ids (and *text, a free-text set) := what the grammar allows in state m. Structural
 // states (names, keys, enum values, "text or a call") repeat across requests with the same grammar,
 // so their sets are looked up in, and added to, the shared cache; text states depend on the bytes
 // written so far and are always searched.
-void CallGenerator::GrammarAllowed(const ConstraintVocab::TextSet** text) {
+void CallGenerator::GrammarAllowed(const CallMatcher& m, std::vector<int32_t>* ids,
+                                   const ConstraintVocab::TextSet** text) {
+  std::vector<int32_t>& allowed = *ids;
   *text = nullptr;
   uint32_t text_key = 0, room = 0;
-  const bool structural = cache_ != nullptr && !matcher_.TextState(&text_key, &room);
+  const bool structural = cache_ != nullptr && !m.TextState(&text_key, &room);
   if (structural) {
     state_key_.clear();
-    matcher_.StateKey(&state_key_);
+    m.StateKey(&state_key_);
     if (auto it = cache_->sets.find(state_key_); it != cache_->sets.end()) {
       const AllowedCache::Entry& cached = it->second;
       if (cached.is_mask) {
-        allowed_.clear();
+        allowed.clear();
         *text = &cached.mask;
       } else {
-        allowed_.assign(cached.ids.begin(), cached.ids.end());
+        allowed.assign(cached.ids.begin(), cached.ids.end());
       }
       return;
     }
   }
-  vocab_.Allowed(matcher_, scratch_, &allowed_, text);
+  vocab_.Allowed(m, scratch_, &allowed, text);
   // Small sets are kept as ids, large ones as a vocabulary bit mask; both kinds are capped in number.
-  const bool small = allowed_.size() < AllowedCache::kMaskFrom;
+  const bool small = allowed.size() < AllowedCache::kMaskFrom;
   if (!structural || *text != nullptr || cache_->sets.size() >= AllowedCache::kMaxEntries ||
       (!small && cache_->masks >= AllowedCache::kMaxMasks)) {
     return;
   }
   AllowedCache::Entry& entry = cache_->sets[state_key_];
   if (small) {
-    entry.ids = allowed_;
+    entry.ids = allowed;
     return;
   }
   entry.is_mask = true;
   entry.mask.mask.assign(mask_.size(), 0);
-  for (int32_t id : allowed_) entry.mask.mask[static_cast<uint32_t>(id) >> 6] |= 1ull << (id & 63);
-  entry.mask.count = allowed_.size();
+  for (int32_t id : allowed) entry.mask.mask[static_cast<uint32_t>(id) >> 6] |= 1ull << (id & 63);
+  entry.mask.count = allowed.size();
   ++cache_->masks;
 }
 

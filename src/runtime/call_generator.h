@@ -26,6 +26,17 @@ struct ConstrainedOptions {
   bool jump_forward = true;
   size_t restricted_max = 8192;  // allowed-set size up to which the head is restricted
   size_t max_tokens = 1024;      // hard cap on generated tokens (the grammar's bounds come first)
+  // Exact speculative drafts (runtime/draft_lookup.h): each head step also evaluates a run of
+  // guessed tokens (with the forced runs they lead to) in the same pass, a head on every guessed
+  // position restricted like any step, and keeps the longest prefix the heads confirm plus the
+  // head's own choice at the first miss: the output is the same, token for token, in fewer passes.
+  // Builds on jump-forward (with jump_forward off there are no drafts).
+  bool draft = true;
+  size_t max_draft = 16;  // drafted positions per pass (also bounded by Session::max_speculative_batch)
+  // Texts drafts are copied from: the first `draft_anchored` are earlier outputs (most recent
+  // first), the rest other text (the user's utterance). Must outlive Generate.
+  std::span<const std::string> draft_sources;
+  size_t draft_anchored = 0;
   // Called with each generated token as it is chosen (streaming, cancellation, budgets); returning
   // false stops generation with a kCancelled status.
   std::function<bool(int32_t)> on_token;
@@ -60,7 +71,9 @@ struct ConstrainedStats {
   size_t restricted_steps = 0;  // of which with a restricted head
   size_t forced_tokens = 0;     // tokens appended by jump-forward (no head)
   size_t head_rows = 0;         // embedding rows multiplied, summed over steps
-  size_t model_calls = 0;       // Session::Evaluate calls
+  size_t model_calls = 0;       // passes over the model (Session::Evaluate calls)
+  size_t drafted_tokens = 0;    // guessed tokens verified by a head (forced ones not counted)
+  size_t accepted_tokens = 0;   // of which confirmed (each saved a pass)
 };
 
 // Allowed-token lists of a grammar's structural states (function names, keys, enum values, numbers,
@@ -94,8 +107,22 @@ class CallGenerator {
   bool finished() const { return matcher_.Done(); }
 
  private:
-  // allowed_ and *text := the grammar's allowed tokens now, through the structural-state cache.
-  void GrammarAllowed(const ConstraintVocab::TextSet** text);
+  // The drafting form of Generate (call_generator_draft.cpp).
+  Status GenerateDrafted(Session& session, std::span<const int32_t> prompt, const ConstrainedOptions& options,
+                         std::vector<int32_t>* out, ConstrainedStats* stats);
+  // One head of a drafted pass: its grammar state's allowed set, restricted or as a mask.
+  struct HeadSlot {
+    explicit HeadSlot(const CallGrammar* grammar) : state(grammar) {}
+    CallMatcher state;
+    std::vector<int32_t> ids;
+    std::vector<uint64_t> mask;
+    bool restricted = false;
+  };
+  // Fills slot.ids / slot.mask and `head` for a head in slot.state.
+  Status PrepareHead(HeadSlot& slot, const ConstrainedOptions& opt, const Session& session, HeadRequest* head,
+                     ConstrainedStats* st);
+  // *ids and *text := the grammar's allowed tokens in state `m`, through the structural-state cache.
+  void GrammarAllowed(const CallMatcher& m, std::vector<int32_t>* ids, const ConstraintVocab::TextSet** text);
   const ConstraintVocab& vocab_;
   const CallGrammar& grammar_;
   CallMatcher matcher_;
@@ -106,6 +133,13 @@ class CallGenerator {
   std::vector<uint64_t> mask_;
   AllowedCache* cache_ = nullptr;
   std::string state_key_;
+  // Drafting: the text written so far, the pass's heads, batch and guessed tokens.
+  std::string written_;
+  std::vector<HeadSlot> slots_;
+  std::vector<HeadRequest> heads_;
+  std::vector<int32_t> batch_;
+  std::vector<int32_t> guesses_;      // per slot after the first: the guessed token it verifies
+  std::vector<int32_t> draft_forced_;
 };
 
 }  // namespace fgemma

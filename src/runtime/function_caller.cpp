@@ -1,5 +1,6 @@
 #include "runtime/function_caller.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "runtime/catalog_cache.h"
@@ -120,6 +121,7 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
     grammar_key_ = std::move(grammar_key);
     allowed_cache_.sets.clear();
     allowed_cache_.masks = 0;
+    draft_history_.clear();
   }
   const CallGrammar& grammar = *grammar_;
   t.render_ms = (NowSeconds() - start) * 1000;
@@ -164,6 +166,18 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
     ++accepted;
     return true;
   };
+  // Drafts come from earlier outputs, then the conversation's last messages (their last bytes:
+  // the lookup is linear in the sources and a message may be long).
+  constexpr size_t kSourceMessages = 4, kSourceBytes = 4096;
+  draft_sources_.assign(draft_history_.begin(), draft_history_.end());
+  for (size_t i = request.messages.size(), n = 0; i-- > 0 && n < kSourceMessages;) {
+    const std::string& text = request.messages[i].text;
+    if (text.empty()) continue;
+    draft_sources_.push_back(text.size() > kSourceBytes ? text.substr(text.size() - kSourceBytes) : text);
+    ++n;
+  }
+  decoding.draft_sources = draft_sources_;
+  decoding.draft_anchored = draft_history_.size();
   const size_t position_before = work_->position();
   // Batched serving: while decoding, this caller's passes are awaited by the others' leaders.
   std::optional<PassBatcher::Participation> batched;
@@ -186,6 +200,13 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
     if (out.parsed.status.ok()) out.parsed.status = OutOfRange("generation stopped at the token limit before the turn ended");
   } else {
     out.finish_reason = out.parsed.calls.empty() ? FinishReason::kStop : FinishReason::kToolCalls;
+    // A complete turn joins the draft history (once: a repeat moves to the front).
+    std::string written;
+    for (int32_t id : out.output_tokens) written += vocab_->TokenText(id);
+    auto same = std::find(draft_history_.begin(), draft_history_.end(), written);
+    if (same != draft_history_.end()) draft_history_.erase(same);
+    draft_history_.insert(draft_history_.begin(), std::move(written));
+    if (draft_history_.size() > kDraftHistory) draft_history_.pop_back();
   }
   t.total_ms = (NowSeconds() - start) * 1000;
   return out;
@@ -212,7 +233,10 @@ Json CallOutcomeToJson(const CallOutcome& o) {
               {"cache", t.cache_source},
               {"head_steps", o.stats.head_steps},
               {"restricted_head_steps", o.stats.restricted_steps},
-              {"jump_forward_tokens", o.stats.forced_tokens}}}};
+              {"jump_forward_tokens", o.stats.forced_tokens},
+              {"passes", o.stats.model_calls},
+              {"drafted_tokens", o.stats.drafted_tokens},
+              {"accepted_tokens", o.stats.accepted_tokens}}}};
   if (!o.parsed.ok()) {
     j["error"] = o.parsed.ErrorSummary();
     j["raw"] = o.parsed.raw;

@@ -106,6 +106,12 @@ class FunctionCaller {
   std::string grammar_key_;
   std::unique_ptr<CallGrammar> grammar_;
   AllowedCache allowed_cache_;
+  // Draft sources (ConstrainedOptions::draft_sources): the last outputs on this catalog and
+  // tool_choice, most recent first (kept with the grammar, cleared with it), then per request the
+  // conversation's last messages.
+  static constexpr size_t kDraftHistory = 8;
+  std::vector<std::string> draft_history_;
+  std::vector<std::string> draft_sources_;
   std::vector<std::string> warnings_;
 };
 

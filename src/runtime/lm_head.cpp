@@ -1,5 +1,6 @@
 #include "runtime/lm_head.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -19,7 +20,11 @@ LmHead::LmHead(const Model& model, int num_threads)
     : model_(model),
       block_scratch_(static_cast<size_t>(num_threads) * kBlockRows),
       packed_(PackedActivationBytes(model.embedding().dtype, model.embedding().cols, 1)),
-      best_(static_cast<size_t>(num_threads)) {}
+      best_(static_cast<size_t>(num_threads)),
+      many_hidden_(kMaxMany * model.embedding().cols),
+      many_packed_(PackedActivationBytes(model.embedding().dtype, model.embedding().cols, kMaxMany)),
+      many_scratch_(static_cast<size_t>(num_threads) * kMaxMany * kBlockRows),
+      many_best_(static_cast<size_t>(num_threads) * kMaxMany) {}
 
 void LmHead::Compute(const float* hidden, HeadRequest& req, ThreadPool& pool) {
   const KernelMatrix& E = model_.embedding();
@@ -71,6 +76,50 @@ void LmHead::Compute(const float* hidden, HeadRequest& req, ThreadPool& pool) {
   }
   req.argmax = best.id;
   req.max_logit = best.value;
+}
+
+void LmHead::ComputeMany(std::span<const float* const> hidden, std::span<HeadRequest* const> requests,
+                         ThreadPool& pool) {
+  const KernelMatrix& E = model_.embedding();
+  const float cap = model_.config().final_logit_softcap;
+  const size_t m = requests.size(), H = E.cols;
+  for (size_t i = 0; i < m; ++i) std::copy_n(hidden[i], H, many_hidden_.data() + i * H);
+  Activations a;
+  a.data = many_hidden_.data();
+  a.stride = H;
+  a.num_tokens = m;
+  if (!many_packed_.empty()) PackActivations(E.dtype, H, &a, many_packed_.data());
+  const size_t threads = best_.size();
+  for (auto& b : many_best_) b = {-std::numeric_limits<float>::infinity(), std::numeric_limits<int32_t>::max()};
+  const size_t tasks = (E.rows + kBlockRows - 1) / kBlockRows;
+  pool.Run(tasks, [&](size_t task, int thread) {
+    const size_t r0 = task * kBlockRows, r1 = std::min(E.rows, r0 + kBlockRows);
+    float* out = many_scratch_.data() + static_cast<size_t>(thread) * kMaxMany * kBlockRows;
+    MatMul(RowSlice(E, r0, r1), a, out, kBlockRows, 0, r1 - r0);
+    for (size_t t = 0; t < m; ++t) {
+      HeadRequest& req = *requests[t];
+      float* logits = out + t * kBlockRows;
+      Best& best = many_best_[static_cast<size_t>(thread) * kMaxMany + t];
+      const uint64_t* mask = req.allowed_mask;
+      for (size_t i = 0; i < r1 - r0; ++i) {
+        float v = logits[i];
+        if (cap > 0) logits[i] = v = cap * std::tanh(v / cap);
+        const int32_t id = static_cast<int32_t>(r0 + i);
+        if (mask && !(mask[static_cast<uint32_t>(id) >> 6] >> (id & 63) & 1)) continue;
+        if (Better(v, id, best.value, best.id)) best = {v, id};
+      }
+      if (req.logits) std::copy_n(logits, r1 - r0, req.logits + r0);
+    }
+  });
+  for (size_t t = 0; t < m; ++t) {
+    Best best = many_best_[t];
+    for (size_t th = 1; th < threads; ++th) {
+      const Best& b = many_best_[th * kMaxMany + t];
+      if (Better(b.value, b.id, best.value, best.id)) best = b;
+    }
+    requests[t]->argmax = best.id;
+    requests[t]->max_logit = best.value;
+  }
 }
 
 }  // namespace fgemma

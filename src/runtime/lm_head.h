@@ -32,6 +32,11 @@ class LmHead {
   LmHead(const Model& model, int num_threads);
   // hidden[hidden_size] is the final-normed state of the requested position.
   void Compute(const float* hidden, HeadRequest& request, ThreadPool& pool);
+  // Whole-vocabulary requests of several positions (a drafted pass's free-text heads) in one
+  // pass over the embedding instead of one each: hidden[i] for requests[i], at most kMaxMany.
+  // Each request gets the bits Compute gives it alone (the matrix kernels are batch-invariant).
+  static constexpr size_t kMaxMany = 32;
+  void ComputeMany(std::span<const float* const> hidden, std::span<HeadRequest* const> requests, ThreadPool& pool);
 
  private:
   const Model& model_;
@@ -42,6 +47,12 @@ class LmHead {
     int32_t id;
   };
   std::vector<Best> best_;             // [threads], padded by the struct size only
+  // ComputeMany's: the positions' hidden rows side by side, their packing, per-thread logits
+  // blocks [kMaxMany, kBlockRows] and bests [threads, kMaxMany].
+  std::vector<float> many_hidden_;
+  std::vector<uint8_t> many_packed_;
+  std::vector<float> many_scratch_;
+  std::vector<Best> many_best_;
 };
 
 }  // namespace fgemma

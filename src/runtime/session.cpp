@@ -40,6 +40,7 @@ Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> mo
 }
 
 Status Session::Evaluate(std::span<const int32_t> tokens, std::span<HeadRequest> heads) {
+  undoable_ = 0;
   const ModelConfig& c = model_->config();
   const int vocab = c.vocab_size;
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -69,10 +70,44 @@ Status Session::Evaluate(std::span<const int32_t> tokens, std::span<HeadRequest>
     const size_t n = std::min(batch, tokens.size() - begin);
     forward_->Run(tokens.subspan(begin, n), position_, cache_, *pool_, observer);
     position_ += n;
+    // Whole-vocabulary heads of one chunk share one pass over the embedding (drafted passes);
+    // a lone one, and every restricted one, is computed alone.
+    size_t many = 0;
     for (HeadRequest& h : heads) {
-      if (h.index >= begin && h.index < begin + n) head_->Compute(forward_->final_hidden(h.index - begin), h, *pool_);
+      if (h.index < begin || h.index >= begin + n) continue;
+      if (h.candidates.empty() && many < LmHead::kMaxMany) {
+        many_hidden_[many] = forward_->final_hidden(h.index - begin);
+        many_heads_[many++] = &h;
+      } else {
+        head_->Compute(forward_->final_hidden(h.index - begin), h, *pool_);
+      }
     }
+    if (many == 1) head_->Compute(many_hidden_[0], *many_heads_[0], *pool_);
+    if (many > 1) head_->ComputeMany({many_hidden_.data(), many}, {many_heads_.data(), many}, *pool_);
   }
+  return Status::Ok();
+}
+
+Status Session::EvaluateSpeculative(std::span<const int32_t> tokens, std::span<HeadRequest> heads, size_t undoable) {
+  undoable_ = 0;
+  if (tokens.size() > max_speculative_batch())
+    return InvalidArgument("speculative batch of " + std::to_string(tokens.size()) + " tokens exceeds " +
+                           std::to_string(max_speculative_batch()));
+  if (undoable > tokens.size())
+    return InvalidArgument("cannot undo " + std::to_string(undoable) + " of " + std::to_string(tokens.size()) + " tokens");
+  if (tokens.size() <= context() - position_) cache_.SaveRing(position_ + tokens.size() - undoable, undoable);
+  FGEMMA_RETURN_IF_ERROR(Evaluate(tokens, heads));
+  undoable_ = undoable;
+  return Status::Ok();
+}
+
+Status Session::Rewind(size_t count) {
+  if (count > undoable_)
+    return InvalidArgument("cannot rewind " + std::to_string(count) + " positions, the last speculative batch allows " +
+                           std::to_string(undoable_));
+  cache_.RestoreRing(position_ - count, position_);
+  position_ -= count;
+  undoable_ -= count;
   return Status::Ok();
 }
 
@@ -100,6 +135,7 @@ Status Session::CopyStateFrom(const Session& other) {
   if (other.position_ > context()) return OutOfRange("session state of " + std::to_string(other.position_) + " positions exceeds this session's context");
   cache_.CopyFrom(other.cache_, other.position_);
   position_ = other.position_;
+  undoable_ = 0;
   return Status::Ok();
 }
 
@@ -110,12 +146,14 @@ namespace fgemma {
 Status Session::ImportState(size_t position, const uint8_t* data, size_t size) {
   FGEMMA_RETURN_IF_ERROR(cache_.Import(position, data, size));
   position_ = position;
+  undoable_ = 0;
   return Status::Ok();
 }
 
 Status Session::JumpWithZeroState(size_t position) {
   FGEMMA_RETURN_IF_ERROR(cache_.Zero(position));
   position_ = position;
+  undoable_ = 0;
   return Status::Ok();
 }
 

@@ -6,6 +6,8 @@
 // pool, and run concurrently on different threads (they take turns on the pool per parallel loop).
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <functional>
 #include <memory>
 #include <span>
@@ -40,6 +42,18 @@ class Session {
   // request (request.index counts from the first of `tokens`). Errors leave the position unchanged
   // and name the offending token or limit.
   Status Evaluate(std::span<const int32_t> tokens, std::span<HeadRequest> heads = {});
+  // Speculative form: the last `undoable` tokens may be taken back by Rewind() afterwards
+  // (drafted tokens a verification rejects). Needs tokens.size() <= max_speculative_batch().
+  // The positions computed are the same bits as Evaluate's: only the ring rows they replace are
+  // copied first (KvCache::SaveRing).
+  Status EvaluateSpeculative(std::span<const int32_t> tokens, std::span<HeadRequest> heads, size_t undoable);
+  // Takes back the last `count` positions of the last EvaluateSpeculative (at most its undoable).
+  Status Rewind(size_t count);
+  // The longest batch EvaluateSpeculative takes: one forward chunk that does not wrap a sliding
+  // ring by itself.
+  size_t max_speculative_batch() const {
+    return std::min({forward_->max_batch(), cache_.min_ring_rows(), KvCache::kMaxUndoRows});
+  }
 
   // Greedy continuation: evaluates `prompt`, then decodes up to max_new tokens, calling on_token
   // for each (return false to stop). Stops at an EOS id when stop_at_eos.
@@ -48,7 +62,7 @@ class Session {
 
   size_t position() const { return position_; }
   size_t context() const { return forward_->context(); }
-  void Reset() { position_ = 0; }
+  void Reset() { position_ = undoable_ = 0; }
   // Makes this session's state equal to `other`'s (same model): copies its KV cache rows.
   Status CopyStateFrom(const Session& other);
   // Serializes the state (position and KV rows) for a cache file, and restores it.
@@ -78,6 +92,9 @@ class Session {
   std::shared_ptr<PassBatcher> batcher_;
   LayerObserver observer_;
   size_t position_ = 0;
+  size_t undoable_ = 0;
+  std::array<const float*, LmHead::kMaxMany> many_hidden_{};
+  std::array<HeadRequest*, LmHead::kMaxMany> many_heads_{};  // positions the last EvaluateSpeculative allows Rewind to take back
 };
 
 }  // namespace fgemma

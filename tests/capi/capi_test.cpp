@@ -136,6 +136,33 @@ TEST_F(CapiTest, ModelOutlivesNothingButIsShared) {
   EXPECT_EQ(ok.load(), 2);
 }
 
+// Issue 14: drafts are on by default and change no output; the timing reports passes, drafted
+// and accepted tokens (two warm calls: the second drafts from the first's output).
+TEST_F(CapiTest, DraftsOnByDefaultChangeNothing) {
+  EXPECT_TRUE(fgemma_caller_default_params().draft);
+  auto result = [](fgemma_caller* c) {
+    std::string json(static_cast<size_t>(fgemma_caller_result_json(c, nullptr, 0)), '\0');
+    fgemma_caller_result_json(c, json.data(), json.size() + 1);
+    return fgemma::Json::parse(json);
+  };
+  fgemma_caller_params off = fgemma_caller_default_params();
+  off.draft = false;
+  fgemma_caller* with = NewCaller();
+  fgemma_caller* without = NewCaller(off);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(fgemma_caller_call(with, tools_->c_str(), kMessages, "required", nullptr, nullptr), FGEMMA_OK);
+    ASSERT_EQ(fgemma_caller_call(without, tools_->c_str(), kMessages, "required", nullptr, nullptr), FGEMMA_OK);
+    const fgemma::Json a = result(with), b = result(without);
+    EXPECT_EQ(a["calls"], b["calls"]);
+    EXPECT_EQ(a["text"], b["text"]);
+    EXPECT_EQ(b["timing"]["drafted_tokens"], 0);
+    EXPECT_LE(a["timing"]["passes"].get<size_t>(), b["timing"]["passes"].get<size_t>());
+    if (i == 1) EXPECT_GT(a["timing"]["accepted_tokens"].get<size_t>(), 0u) << a.dump();
+  }
+  fgemma_caller_free(with);
+  fgemma_caller_free(without);
+}
+
 // Issue 16, finding 6: a cache path that is a device is refused when the caller is made; as root
 // the old writer replaced /dev/null with a regular file.
 TEST_F(CapiTest, DeviceCachePathIsRefusedAndLeftAlone) {

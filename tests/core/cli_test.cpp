@@ -88,6 +88,22 @@ TEST(Cli, CallRefusesANonRegularCacheAndNeverWritesThroughALink) {
   EXPECT_TRUE(ReadFileToString(dir + "/c.kv").ok());
 }
 
+// Issue 14: `call --no-draft` writes the same calls as the default (drafts on); with --repeat 2
+// the second call drafts from the first, and the timing reports passes, drafted and accepted tokens.
+TEST(Cli, CallNoDraftWritesTheSameCalls) {
+  const std::string call = "timeout 120 " + Cli() + " call --model " + test::FixturePath("models/mini-bf16") + " --tools " +
+                           test::FixturePath("chat/smart-home-tools.json") + " --tool-choice required --threads 2 --repeat 2";
+  std::string with, without;
+  ASSERT_EQ(test::RunCommand(call + " 'turn on the kitchen lights'", &with), 0) << with;
+  ASSERT_EQ(test::RunCommand(call + " --no-draft 'turn on the kitchen lights'", &without), 0) << without;
+  const std::string w2 = with.substr(with.find('\n') + 1), n2 = without.substr(without.find('\n') + 1);
+  const Json a = Json::parse(w2), b = Json::parse(n2);
+  EXPECT_EQ(a["calls"], b["calls"]);
+  EXPECT_EQ(b["timing"]["drafted_tokens"], 0);
+  EXPECT_GT(a["timing"]["accepted_tokens"].get<size_t>(), 0u) << w2;
+  EXPECT_LT(a["timing"]["passes"].get<size_t>(), b["timing"]["passes"].get<size_t>()) << w2 << n2;
+}
+
 // --version names the kernels chosen for this CPU (as bench and fgemma_kernel_target do).
 TEST(Cli, VersionNamesTheKernelTarget) {
   std::string out;

@@ -100,4 +100,74 @@ inline void RunRandomCatalogs(size_t count, uint32_t seed) {
   std::printf("%zu catalogs: %zu calls, %zu text answers, all parsed and validated\n", count, calls, texts);
 }
 
+// Drafts change no token: `count` random catalogs, every tool_choice mode, each decoded without
+// drafts and then with drafts from sources that make guesses right and wrong: the previous
+// catalog's output (an anchored "history" that diverges), this output's first half followed by
+// noise (right, then wrong), the utterance, and random text. Checks tokens, the on_token sequence
+// and, every fourth catalog, a token cap that falls inside a draft. Returns the drafted/accepted
+// counts so callers can check that drafts were taken.
+struct DraftComparison {
+  size_t tokens = 0, passes = 0, drafted = 0, accepted = 0;
+};
+inline void CompareDrafts(size_t count, uint32_t seed, DraftComparison* result) {
+  auto& w = ConstrainedWorld::Get();
+  CatalogGenerator gen(seed);
+  auto session = w.NewSession();
+  GrammarLimits limits;
+  limits.max_string_bytes = 48;
+  limits.max_text_bytes = 64;
+  DraftComparison totals;
+  std::string previous;
+  for (size_t i = 0; i < count; ++i) {
+    const OrderedJson tools_json = gen.Tools(1 + gen.Pick(4));
+    const std::string utterance = gen.Utterance();
+    ChatRequest req = MakeRequest(tools_json, utterance);
+    const ToolChoiceMode modes[] = {ToolChoiceMode::kAuto, ToolChoiceMode::kRequired, ToolChoiceMode::kNone,
+                                    ToolChoiceMode::kFunction};
+    ToolChoice choice{modes[i % 4], ""};
+    if (choice.mode == ToolChoiceMode::kFunction) choice.function = req.tools[gen.Pick(req.tools.size())].name;
+    auto grammar = CallGrammar::Compile(req.tools, choice, limits);
+    ASSERT_TRUE(grammar.ok()) << grammar.status().ToString();
+    const auto ids = w.tokenizer.Encode(RenderPrompt(req).value());
+    auto run = [&](ConstrainedOptions opt, std::vector<int32_t>* out, std::vector<int32_t>* seen, ConstrainedStats* st) {
+      opt.on_token = [seen](int32_t id) {
+        seen->push_back(id);
+        return true;
+      };
+      CallGenerator cg(w.vocab, grammar.value(), w.model->config().vocab_size);
+      session->Reset();
+      const Status status = cg.Generate(*session, ids, opt, out, st);
+      ASSERT_TRUE(status.ok()) << "catalog " << i << ": " << status.ToString();
+    };
+    ConstrainedOptions plain_opt;
+    plain_opt.draft = false;
+    if (i % 4 == 3) plain_opt.max_tokens = 3 + gen.Pick(12);
+    std::vector<int32_t> plain, plain_seen, drafted, drafted_seen;
+    ConstrainedStats ps, ds;
+    run(plain_opt, &plain, &plain_seen, &ps);
+    std::string text;
+    for (int32_t id : plain) text += w.vocab.TokenText(id);
+    std::string noise;
+    for (size_t k = 0; k < 12; ++k) noise += w.vocab.TokenText(static_cast<int32_t>(gen.Pick(4000) + 300));
+    const std::vector<std::string> sources = {previous, text.substr(0, text.size() / 2) + noise, utterance, noise};
+    ConstrainedOptions draft_opt = plain_opt;
+    draft_opt.draft = true;
+    draft_opt.draft_sources = sources;
+    draft_opt.draft_anchored = 2;
+    run(draft_opt, &drafted, &drafted_seen, &ds);
+    EXPECT_EQ(drafted, plain) << "catalog " << i << "\n" << text << "\n" << tools_json.dump();
+    EXPECT_EQ(drafted_seen, plain_seen) << "catalog " << i;
+    EXPECT_EQ(ds.tokens, ps.tokens);
+    EXPECT_LE(ds.model_calls, ps.model_calls) << "catalog " << i;
+    totals.tokens += ds.tokens;
+    totals.passes += ds.model_calls;
+    totals.drafted += ds.drafted_tokens;
+    totals.accepted += ds.accepted_tokens;
+    previous = text;
+  }
+  std::printf("%zu catalogs: %zu tokens in %zu passes with drafts, %zu drafted, %zu accepted; all equal to no drafts\n",
+              count, totals.tokens, totals.passes, totals.drafted, totals.accepted);
+  *result = totals;
+}
+
 }  // namespace fgemma::test

@@ -15,7 +15,7 @@ struct CallArgs {
   std::string model, cache, tokenizer;
   int threads = 0;
   size_t repeat = 1;
-  bool no_restricted_head = false, no_jump_forward = false, trust_content_tokens = false;
+  bool no_restricted_head = false, no_jump_forward = false, no_draft = false, trust_content_tokens = false;
   std::string follow;
 };
 
@@ -31,6 +31,7 @@ int RunCall(const CallArgs& a) {
   fo.cache_path = a.cache;
   fo.decoding.restricted_head = !a.no_restricted_head;
   fo.decoding.jump_forward = !a.no_jump_forward;
+  fo.decoding.draft = !a.no_draft;
   fo.trust_content_tokens = a.trust_content_tokens;
   auto caller = FunctionCaller::Create(loaded.value(), fo);
   if (!caller.ok()) return Fail(caller.status().ToString());
@@ -60,6 +61,8 @@ CommandRegistration reg(50, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--repeat", a->repeat, "run the request N times (the first pays for the catalog prefix)");
   cmd->add_flag("--no-restricted-head", a->no_restricted_head, "always compute the full LM head (for comparison)");
   cmd->add_flag("--no-jump-forward", a->no_jump_forward, "evaluate forced tokens one by one (for comparison)");
+  cmd->add_flag("--no-draft", a->no_draft,
+                "no speculative drafts: one pass per chosen token (for comparison; the output is the same)");
   cmd->add_flag("--trust-content-tokens", a->trust_content_tokens,
                 "let control-token text in the utterance, system message and tools become control tokens, as "
                 "Hugging Face does (default: off, content is text)");

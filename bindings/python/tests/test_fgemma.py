@@ -245,3 +245,17 @@ def test_control_tokens_in_content_stay_text_unless_trusted(model, tools):
     assert counts[False] + 1 == counts[True]
     with pytest.raises(fgemma.FgemmaError):
         fgemma.FunctionCaller(model, tools, trust_content_tokens="yes")
+
+
+def test_drafts_change_no_output(model, tools):
+    """Issue 14: draft=True (the default) gives the call of draft=False, in no more passes."""
+    results = {}
+    for draft in (True, False):
+        with fgemma.FunctionCaller(model, tools, draft=draft) as caller:
+            caller.call(UTTERANCE, tool_choice="required")
+            results[draft] = caller.call(UTTERANCE, tool_choice="required")
+    assert results[True]["message"] == results[False]["message"]
+    assert results[False]["fgemma"]["timing"]["drafted_tokens"] == 0
+    assert results[True]["fgemma"]["timing"]["passes"] <= results[False]["fgemma"]["timing"]["passes"]
+    with pytest.raises(fgemma.FgemmaError):
+        fgemma.FunctionCaller(model, tools, draft="yes")

@@ -98,7 +98,8 @@ JNIEXPORT jint JNICALL Java_dev_fgemma_Native_modelVocabSize(JNIEnv* env, jclass
 
 JNIEXPORT jlong JNICALL Java_dev_fgemma_Native_callerNew(JNIEnv* env, jclass cls, jlong model, jbyteArray cache,
                                                          jint n_ctx, jint n_threads, jint max_tokens,
-                                                         jdouble time_budget_ms, jboolean trust_content_tokens) {
+                                                         jdouble time_budget_ms, jboolean trust_content_tokens,
+                                                         jboolean draft) {
   (void)cls;
   int failed = 0;
   char* cache_path = c_string(env, cache, &failed);
@@ -111,6 +112,7 @@ JNIEXPORT jlong JNICALL Java_dev_fgemma_Native_callerNew(JNIEnv* env, jclass cls
     params.max_tokens = (uint32_t)max_tokens;
     params.time_budget_ms = time_budget_ms;
     params.trust_content_tokens = trust_content_tokens == JNI_TRUE;
+    params.draft = draft == JNI_TRUE;
     const fgemma_status st = fgemma_caller_new((const fgemma_model*)(intptr_t)model, params, &caller);
     if (st != FGEMMA_OK) throw_last(env, st);
   }

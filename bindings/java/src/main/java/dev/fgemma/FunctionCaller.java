@@ -19,6 +19,8 @@ public final class FunctionCaller implements AutoCloseable {
      * tool name, description, enum value or argument is text). true: the plain Hugging Face
      * tokenization, for content fully trusted. */
     public boolean trustContentTokens = false;
+    /** Exact speculative drafts: the same output in fewer passes; false only for comparisons. */
+    public boolean draft = true;
   }
 
   private final Model model;
@@ -40,7 +42,7 @@ public final class FunctionCaller implements AutoCloseable {
     long m = model.acquire();
     try {
       handle = Native.callerNew(m, Native.utf8(p.cachePath), p.contextLength, p.threads, p.maxTokens,
-          p.timeBudgetMs, p.trustContentTokens);
+          p.timeBudgetMs, p.trustContentTokens, p.draft);
     } catch (RuntimeException e) {
       model.release();
       throw e;

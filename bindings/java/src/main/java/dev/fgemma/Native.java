@@ -44,7 +44,7 @@ final class Native {
   static native int modelVocabSize(long model);
 
   static native long callerNew(long model, byte[] cachePath, int nCtx, int nThreads, int maxTokens,
-                               double timeBudgetMs, boolean trustContentTokens);
+                               double timeBudgetMs, boolean trustContentTokens, boolean draft);
 
   static native int[] callerPromptTokens(long caller);
 

@@ -1,0 +1,175 @@
+// Exact speculative drafts (issue 14): the lookup, the KV rollback they need, and that decoding
+// with drafts writes the same tokens as without, in fewer passes.
+#include <cstring>
+
+#include "constrained_support.h"
+#include "runtime/draft_lookup.h"
+#include "runtime/follow_text.h"
+#include "runtime/function_caller.h"
+#include "util/json.h"
+
+namespace fgemma {
+namespace {
+
+TEST(DraftLookup, LongestSuffixAnchoredHistoryFirst) {
+  const std::vector<std::string> sources = {"<call>set_lights{room:kitchen}", "turn on the kitchen lights"};
+  // Nothing written: only an earlier output (anchored) proposes, from its start.
+  EXPECT_EQ(LookupDraft("", sources, 1, 100), "<call>set_lights{room:kitchen}");
+  EXPECT_EQ(LookupDraft("", sources, 0, 100), "");
+  // The history begins with what is written: its rest.
+  EXPECT_EQ(LookupDraft("<call>set_", sources, 1, 6), "lights");
+  // Otherwise the longest suffix found anywhere: "the kit" in the utterance beats "kit" elsewhere.
+  EXPECT_EQ(LookupDraft("xx the kit", sources, 1, 100), "chen lights");
+  EXPECT_EQ(LookupDraft("{room:kit", sources, 1, 100), "chen}");
+  EXPECT_EQ(LookupDraft("zzz", sources, 1, 100), "");
+}
+
+// Rewind after a speculative batch leaves the state of evaluating only the kept tokens: the next
+// positions' logits are the same bits, through the sliding layers' ring (16 rows on the mini
+// model, wrapped many times by the prompt).
+TEST(DraftRollback, RewindEqualsNeverEvaluating) {
+  auto& w = test::ConstrainedWorld::Get();
+  std::vector<int32_t> prompt(40), kept(3), rejected(9), after(6);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(1000 + 37 * i);
+  for (size_t i = 0; i < kept.size(); ++i) kept[i] = static_cast<int32_t>(5000 + 11 * i);
+  for (size_t i = 0; i < rejected.size(); ++i) rejected[i] = static_cast<int32_t>(9000 + 13 * i);
+  for (size_t i = 0; i < after.size(); ++i) after[i] = static_cast<int32_t>(20000 + 17 * i);
+  const size_t vocab = static_cast<size_t>(w.model->config().vocab_size);
+  auto logits_after = [&](Session& s) {
+    std::vector<float> all(after.size() * vocab);
+    for (size_t i = 0; i < after.size(); ++i) {
+      HeadRequest h;
+      h.logits = all.data() + i * vocab;
+      EXPECT_TRUE(s.Evaluate(std::span<const int32_t>(&after[i], 1), std::span<HeadRequest>(&h, 1)).ok());
+    }
+    return all;
+  };
+  auto reference = w.NewSession();
+  ASSERT_TRUE(reference->Evaluate(prompt).ok());
+  ASSERT_TRUE(reference->Evaluate(kept).ok());
+  const std::vector<float> want = logits_after(*reference);
+
+  auto spec = w.NewSession();
+  ASSERT_TRUE(spec->Evaluate(prompt).ok());
+  std::vector<int32_t> batch = kept;
+  batch.insert(batch.end(), rejected.begin(), rejected.end());
+  ASSERT_LE(batch.size(), spec->max_speculative_batch());
+  ASSERT_TRUE(spec->EvaluateSpeculative(batch, {}, rejected.size() + 1).ok());
+  ASSERT_TRUE(spec->Rewind(rejected.size()).ok());
+  EXPECT_EQ(spec->position(), prompt.size() + kept.size());
+  EXPECT_FALSE(spec->Rewind(2).ok());  // only one more position was declared undoable
+  const std::vector<float> got = logits_after(*spec);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+}
+
+// A batch of positions gives each one the head bits it gets one token at a time (what makes
+// verification exact: matmuls, attention over the ring and the chunk, norms, RoPE, and the
+// whole-vocabulary heads of a batch computed in one pass over the embedding), in every weight type.
+TEST(DraftRollback, BatchHeadsEqualOneTokenAtATime) {
+  for (const char* path : {"models/mini-bf16", "models/mini-q8_0.gguf", "models/mini-q4_0.gguf"}) {
+    auto model = std::shared_ptr<const Model>(Model::Load(test::FixturePath(path)).value());
+    SessionOptions so;
+    so.context = 512;
+    so.threads = 2;
+    std::vector<int32_t> prompt(30), tail(12);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(700 + 41 * i);
+    for (size_t i = 0; i < tail.size(); ++i) tail[i] = static_cast<int32_t>(3000 + 29 * i);
+    const size_t vocab = static_cast<size_t>(model->config().vocab_size);
+    std::vector<float> single(tail.size() * vocab), batched(tail.size() * vocab);
+    std::vector<int32_t> single_ids(tail.size()), batched_ids(tail.size());
+    auto a = Session::Create(model, so).value();
+    ASSERT_TRUE(a->Evaluate(prompt).ok());
+    for (size_t i = 0; i < tail.size(); ++i) {
+      HeadRequest h;
+      if (i % 2 == 0) h.logits = single.data() + i * vocab;
+      ASSERT_TRUE(a->Evaluate(std::span<const int32_t>(&tail[i], 1), std::span<HeadRequest>(&h, 1)).ok());
+      single_ids[i] = h.argmax;
+    }
+    auto b = Session::Create(model, so).value();
+    ASSERT_TRUE(b->Evaluate(prompt).ok());
+    std::vector<HeadRequest> heads(tail.size());
+    for (size_t i = 0; i < tail.size(); ++i) {
+      heads[i].index = i;
+      if (i % 2 == 0) heads[i].logits = batched.data() + i * vocab;
+    }
+    ASSERT_TRUE(b->EvaluateSpeculative(tail, heads, tail.size() - 1).ok());
+    for (size_t i = 0; i < tail.size(); ++i) batched_ids[i] = heads[i].argmax;
+    EXPECT_EQ(batched_ids, single_ids) << path;
+    EXPECT_EQ(std::memcmp(single.data(), batched.data(), single.size() * sizeof(float)), 0) << path;
+  }
+}
+
+TEST(Drafts, ChangeNoTokenOverRandomCatalogs) {
+  test::DraftComparison totals;
+  test::CompareDrafts(24, 14, &totals);
+  EXPECT_GT(totals.drafted, 0u);
+  EXPECT_GT(totals.accepted, 0u);
+}
+
+// The smart-home catalog through FunctionCaller: realistic calls (written with FollowText, as
+// `fgemma call --follow` does) equal token for token with and without drafts, and a call that
+// copies its values from the utterance takes fewer passes than tokens.
+TEST(Drafts, SmartHomeCallsEqualAndTakeFewerPasses) {
+  auto& w = test::ConstrainedWorld::Get();
+  OrderedJson tools = ParseOrderedJson(ReadFileToString(test::FixturePath("chat/smart-home-tools.json")).value(), "tools").value();
+  std::vector<std::pair<std::string, std::string>> calls;
+  {
+    const std::string lines = ReadFileToString(std::string(FGEMMA_SOURCE_DIR) + "/examples/smart-home/calls.jsonl").value();
+    size_t at = 0;
+    while (at < lines.size()) {
+      const size_t end = lines.find('\n', at);
+      const Json j = Json::parse(lines.substr(at, end - at));
+      calls.emplace_back(j["utterance"], j["output"]);
+      at = end == std::string::npos ? lines.size() : end + 1;
+    }
+  }
+  ASSERT_GE(calls.size(), 20u);
+  auto make = [&](bool draft) {
+    FunctionCallerOptions o;
+    o.threads = 2;
+    o.context = 2048;
+    o.decoding.draft = draft;
+    auto loaded = LoadedModel::FromParts(w.model, w.tokenizer).value();
+    return FunctionCaller::Create(loaded, o).value();
+  };
+  auto with = make(true), without = make(false);
+  size_t passes = 0, plain_passes = 0, tokens = 0;
+  for (const auto& [utterance, output] : calls) {
+    FollowText f1(with->constraint_vocab(), output), f2(without->constraint_vocab(), output);
+    with->set_choice_hook(&f1);
+    without->set_choice_hook(&f2);
+    CallRequest req{test::MakeRequest(tools, utterance), ToolChoice{ToolChoiceMode::kRequired, ""}, {}, {}};
+    auto ra = with->Call(req), rb = without->Call(req);
+    ASSERT_TRUE(ra.ok()) << utterance << ": " << ra.status().ToString();
+    ASSERT_TRUE(rb.ok()) << utterance << ": " << rb.status().ToString();
+    const CallOutcome &a = ra.value(), &b = rb.value();
+    EXPECT_EQ(a.output_tokens, b.output_tokens) << utterance;
+    std::string text;
+    for (int32_t id : a.output_tokens) text += with->constraint_vocab().TokenText(id);
+    EXPECT_TRUE(text.starts_with(output)) << text;
+    passes += a.stats.model_calls;
+    plain_passes += b.stats.model_calls;
+    tokens += a.output_tokens.size();
+  }
+  std::printf("%zu calls: %zu tokens, %zu passes with drafts, %zu without\n", calls.size(), tokens, passes, plain_passes);
+  EXPECT_LT(passes, plain_passes);
+
+  // Built to copy: the value is the utterance's text, so after its first token the rest is drafted.
+  OrderedJson note = OrderedJson::parse(R"([{"type":"function","function":{"name":"note","description":"d",
+      "parameters":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}}])");
+  const std::string utterance = "remember to buy oat milk, two lemons and a loaf of rye bread on the way home";
+  const std::string output = "<start_function_call>call:note{text:<escape>" + utterance + "<escape>}<end_function_call><start_function_response>";
+  FollowText follow(with->constraint_vocab(), output);
+  with->set_choice_hook(&follow);
+  auto rc = with->Call({test::MakeRequest(note, utterance), ToolChoice{ToolChoiceMode::kRequired, ""}, {}, {}});
+  ASSERT_TRUE(rc.ok()) << rc.status().ToString();
+  const CallOutcome& c = rc.value();
+  std::printf("copying call: %zu tokens in %zu passes, %zu drafted, %zu accepted\n", c.output_tokens.size(),
+              c.stats.model_calls, c.stats.drafted_tokens, c.stats.accepted_tokens);
+  EXPECT_LT(c.stats.model_calls * 2, c.output_tokens.size());
+  EXPECT_GT(c.stats.accepted_tokens, 10u);
+}
+
+}  // namespace
+}  // namespace fgemma
