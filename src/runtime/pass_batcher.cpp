@@ -5,7 +5,7 @@
 namespace fgemma {
 
 namespace {
-constexpr size_t kMaxHeadBatch = 16;  // full-vocabulary heads computed in one read of the embedding
+constexpr size_t kMaxHeadBatch = LmHead::kMaxMany;  // full-vocabulary heads computed in one read of the embedding
 }  // namespace
 
 // One session's Evaluate, waiting on the batcher (lives on that session's stack until done).
@@ -94,7 +94,10 @@ void PassBatcher::ComputeHeads() {
   // Candidate heads (constrained decoding) with their session's head, full-vocabulary ones
   // gathered and computed together, in groups of kMaxHeadBatch.
   auto flush = [&] {
-    for (size_t i = 0; i < full_requests_.size(); ++i) head_->Compute(full_hidden_[i], *full_requests_[i], *pool_);
+    if (full_requests_.size() == 1)
+      head_->Compute(full_hidden_[0], *full_requests_[0], *pool_);
+    else
+      head_->ComputeMany(full_hidden_, full_requests_, *pool_);
     full_hidden_.clear();
     full_requests_.clear();
   };

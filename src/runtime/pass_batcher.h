@@ -63,6 +63,7 @@ class PassBatcher {
   const Model& model() const { return *model_; }
   const std::shared_ptr<ThreadPool>& pool() const { return pool_; }
   size_t context() const { return forward_->context(); }
+  size_t max_batch() const { return forward_->max_batch(); }
 
   struct Stats {
     uint64_t passes = 0;       // forward passes run
@@ -81,7 +82,7 @@ class PassBatcher {
   std::shared_ptr<const Model> model_;
   std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<Gemma3Forward> forward_;
-  std::unique_ptr<LmHead> head_;  // batched full-vocabulary heads
+  std::unique_ptr<LmHead> head_;  // the pass's full-vocabulary heads, in one read of the embedding
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

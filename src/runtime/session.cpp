@@ -34,6 +34,8 @@ Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> mo
   FGEMMA_TRY(s->cache_, KvCache::Create(model->config(), s->forward_->context()));
   s->pool_ = options.batcher ? options.batcher->pool() : options.pool ? options.pool : SharedThreadPool(threads);
   s->batcher_ = options.batcher;
+  s->max_batch_ = options.batcher ? std::min(std::max<size_t>(1, options.max_batch), options.batcher->max_batch())
+                                  : s->forward_->max_batch();
   s->head_ = std::make_unique<LmHead>(*model, threads);
   s->model_ = std::move(model);
   return s;

@@ -52,7 +52,7 @@ class Session {
   // The longest batch EvaluateSpeculative takes: one forward chunk that does not wrap a sliding
   // ring by itself.
   size_t max_speculative_batch() const {
-    return std::min({forward_->max_batch(), cache_.min_ring_rows(), KvCache::kMaxUndoRows});
+    return std::min({max_batch_, cache_.min_ring_rows(), KvCache::kMaxUndoRows});
   }
 
   // Greedy continuation: evaluates `prompt`, then decodes up to max_new tokens, calling on_token
@@ -90,6 +90,7 @@ class Session {
   KvCache cache_;  // made for forward_->context()
   std::unique_ptr<LmHead> head_;
   std::shared_ptr<PassBatcher> batcher_;
+  size_t max_batch_ = 1;  // tokens per pass: the forward chunk, or the batcher's pass
   LayerObserver observer_;
   size_t position_ = 0;
   size_t undoable_ = 0;
