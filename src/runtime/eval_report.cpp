@@ -124,8 +124,8 @@ Json EvalRowToJson(const EvalRowResult& row) {
   Json got = {{"calls", CallsJson(o.parsed.calls)},
               {"text", TextOrNull(o.parsed.text)},
               {"finish_reason", FinishReasonName(o.finish_reason)},
-              {"error", o.parsed.ok() ? Json(nullptr) : Json(o.parsed.ErrorSummary())}};
-  if (!o.parsed.ok()) got["raw"] = o.parsed.raw;
+              {"error", o.parsed.ok() ? Json(nullptr) : Json(o.parsed.ErrorSummary())},
+              {"raw", o.parsed.raw}};
   Json j = {{"line", row.line},
             {"split", row.row->split},
             {"expected", {{"calls", CallsJson(row.row->expected)}, {"text", TextOrNull(row.row->expected_text)}}},
