@@ -2,6 +2,8 @@
 // its table, and bad input gives an error naming the line and field (exit 1), never a crash.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "test_support.h"
 #include "util/json.h"
 #include "util/mapped_file.h"
@@ -27,6 +29,83 @@ std::vector<Json> JsonLines(const std::string& text) {
   return out;
 }
 
+
+// The fields README's "Evaluating" section documents: the first cell of each table row, as
+// `path` tokens, each optionally followed by a `{a, b}` token naming its members.
+std::set<std::string> DocumentedFields(bool rows_table) {
+  const std::string readme = ReadFileToString(std::string(FGEMMA_SOURCE_DIR) + "/README.md").value();
+  const size_t begin = readme.find("## Evaluating: `fgemma eval`");
+  const size_t end = readme.find("\n## ", begin + 1);
+  EXPECT_NE(begin, std::string::npos);
+  std::string section = readme.substr(begin, end - begin);
+  const size_t split = section.find("`--out ROWS.jsonl` writes");
+  EXPECT_NE(split, std::string::npos);
+  section = rows_table ? section.substr(split) : section.substr(0, split);
+  std::set<std::string> out;
+  size_t pos = 0;
+  while ((pos = section.find("\n| `", pos)) != std::string::npos) {
+    const size_t cell_end = section.find(" |", pos + 3);
+    const std::string cell = section.substr(pos + 3, cell_end - pos - 3);
+    pos = cell_end;
+    std::string last;
+    for (size_t t = cell.find('`'); t != std::string::npos; t = cell.find('`', t)) {
+      const size_t close = cell.find('`', t + 1);
+      const std::string token = cell.substr(t + 1, close - t - 1);
+      t = close + 1;
+      if (token.front() != '{') {
+        out.insert(last = token);
+        continue;
+      }
+      std::string member;
+      for (char c : token.substr(1)) {
+        if (c == ',' || c == '}') {
+          out.insert(last + "." + member);
+          member.clear();
+        } else if (c != ' ') {
+          member += c;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+bool HasChildren(const std::set<std::string>& documented, const std::string& path) {
+  for (const auto& d : documented) {
+    if (d.rfind(path + ".", 0) == 0) return true;
+  }
+  return false;
+}
+
+// Paths present in `j`: members, and `name[]` for arrays of objects (their members under it),
+// descending only where the documentation lists members.
+void ActualFields(const Json& j, const std::string& prefix, const std::set<std::string>& documented, std::set<std::string>* out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
+    out->insert(path);
+    if (it->is_object() && HasChildren(documented, path)) ActualFields(*it, path, documented, out);
+    if (it->is_array() && !it->empty() && it->front().is_object()) {
+      out->insert(path + "[]");
+      if (HasChildren(documented, path + "[]")) ActualFields(it->front(), path + "[]", documented, out);
+    }
+  }
+}
+
+// Every documented field is present, and every field present is documented.
+void ExpectDocumented(const Json& j, bool rows_table) {
+  const std::set<std::string> documented = DocumentedFields(rows_table);
+  ASSERT_GT(documented.size(), 10u);
+  std::set<std::string> actual;
+  ActualFields(j, "", documented, &actual);
+  for (const auto& d : documented) EXPECT_TRUE(actual.count(d)) << "documented but missing: " << d;
+  for (const auto& a : actual) {
+    // An array documented as `name[]` or as `name` (its elements then not described field by field).
+    const bool array_elements = a.size() > 2 && a.ends_with("[]") && documented.count(a.substr(0, a.size() - 2));
+    const bool ok = documented.count(a) || documented.count(a + "[]") || array_elements;
+    EXPECT_TRUE(ok) << "present but not documented: " << a;
+  }
+}
+
 TEST(CliEval, JsonReportAndRows) {
   const std::string out_path = test::TempDir() + "/rows.jsonl";
   std::string out;
@@ -49,6 +128,8 @@ TEST(CliEval, JsonReportAndRows) {
   int generated = 0;
   for (const auto& f : j["functions"]) generated += f["generated"].get<int>();
   EXPECT_GE(generated, 6);  // required: every row called at least once
+  ASSERT_FALSE(j["latency_warm_ms"].is_null());  // rows sharing a tool list restored its state
+  ExpectDocumented(j, false);
 
   const std::vector<Json> rows = JsonLines(ReadFileToString(out_path).value());
   ASSERT_EQ(rows.size(), 6u);
@@ -61,6 +142,7 @@ TEST(CliEval, JsonReportAndRows) {
     EXPECT_EQ(r["valid"], true);
     EXPECT_TRUE(r["latency_ms"].is_number());
     EXPECT_TRUE(r["expected"]["calls"].is_array());
+    ExpectDocumented(r, true);
   }
 }
 
