@@ -147,6 +147,7 @@ std::string EvalReportText(const EvalReport& r) {
   Latencies(r, &all, &warm);
   std::string s = Format("%zu rows (%zu expecting a call, %zu none)", t.rows, t.call_rows, t.no_call_rows);
   if (!r.split.empty()) s += ", split " + r.split;
+  if (!r.adapter.empty()) s += ", adapter " + r.adapter;
   s += ", tool_choice " + r.options.tool_choice + (r.options.unconstrained ? ", unconstrained\n" : ", constrained\n");
   s += Format("exact match        %-7s (%zu/%zu rows; %s of the rows expecting a call)\n", Percent(t.exact, t.rows).c_str(),
               t.exact, t.rows, Percent(t.call_rows_exact, t.call_rows).c_str());
