@@ -111,15 +111,17 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
   RenderOptions ro;
   ro.template_kind = template_kind_;
   FGEMMA_TRY(PromptParts parts, RenderPromptParts(request, ro));
-  std::string grammar_key = request.tools_json.dump();
-  grammar_key += '\x1f';
-  grammar_key += std::to_string(static_cast<int>(choice.mode)) + choice.function;
-  if (!call.unconstrained && (grammar_ == nullptr || grammar_key != grammar_key_)) {
-    FGEMMA_TRY(CallGrammar compiled, CallGrammar::Compile(request.tools, choice, options_.limits));
-    grammar_ = std::make_unique<CallGrammar>(std::move(compiled));
-    grammar_key_ = std::move(grammar_key);
-    allowed_cache_.sets.clear();
-    allowed_cache_.masks = 0;
+  if (!call.unconstrained) {  // free decoding needs no grammar (and keeps the last one for later requests)
+    std::string grammar_key = request.tools_json.dump();
+    grammar_key += '\x1f';
+    grammar_key += std::to_string(static_cast<int>(choice.mode)) + choice.function;
+    if (grammar_ == nullptr || grammar_key != grammar_key_) {
+      FGEMMA_TRY(CallGrammar compiled, CallGrammar::Compile(request.tools, choice, options_.limits));
+      grammar_ = std::make_unique<CallGrammar>(std::move(compiled));
+      grammar_key_ = std::move(grammar_key);
+      allowed_cache_.sets.clear();
+      allowed_cache_.masks = 0;
+    }
   }
   t.render_ms = (NowSeconds() - start) * 1000;
 

@@ -310,6 +310,14 @@ TEST(EvalRun, UnconstrainedIsPlainGreedyDecodingParsedAfterwards) {
   if (outcome->finish_reason != FinishReason::kLength) EXPECT_EQ(reparsed.ok(), outcome->parsed.ok());
   if (outcome->finish_reason == FinishReason::kLength) EXPECT_FALSE(outcome->parsed.ok());
 
+  // A constrained request after it, on the same caller, is the one a fresh caller answers.
+  CallRequest constrained{rows[0].prompt, ParseToolChoice(Json("required"), rows[0].prompt.tools).value()};
+  auto after = caller->Call(constrained);
+  auto fresh = NewCaller()->Call(constrained);
+  ASSERT_TRUE(after.ok() && fresh.ok());
+  EXPECT_EQ(after->output_tokens, fresh->output_tokens);
+  EXPECT_TRUE(after->parsed.ok()) << after->parsed.ErrorSummary();
+
   EvalReport r = RunRows(*caller, rows, "auto", /*unconstrained=*/true, /*max_tokens=*/12);
   size_t invalid = 0;
   for (const auto& row : r.rows) {
