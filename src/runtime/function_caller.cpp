@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "runtime/catalog_cache.h"
+#include "runtime/free_decode.h"
 #include "runtime/prompt_tokens.h"
 #include "util/file_replace.h"
 #include "util/mapped_file.h"
@@ -112,18 +113,19 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
   RenderOptions ro;
   ro.template_kind = template_kind_;
   FGEMMA_TRY(PromptParts parts, RenderPromptParts(request, ro));
-  std::string grammar_key = request.tools_json.dump();
-  grammar_key += '\x1f';
-  grammar_key += std::to_string(static_cast<int>(choice.mode)) + choice.function;
-  if (grammar_ == nullptr || grammar_key != grammar_key_) {
-    FGEMMA_TRY(CallGrammar compiled, CallGrammar::Compile(request.tools, choice, options_.limits));
-    grammar_ = std::make_unique<CallGrammar>(std::move(compiled));
-    grammar_key_ = std::move(grammar_key);
-    allowed_cache_.sets.clear();
-    allowed_cache_.masks = 0;
-    draft_history_.clear();
+  if (!call.unconstrained) {  // free decoding needs no grammar (and keeps the last one for later requests)
+    std::string grammar_key = request.tools_json.dump();
+    grammar_key += '\x1f';
+    grammar_key += std::to_string(static_cast<int>(choice.mode)) + choice.function;
+    if (grammar_ == nullptr || grammar_key != grammar_key_) {
+      FGEMMA_TRY(CallGrammar compiled, CallGrammar::Compile(request.tools, choice, options_.limits));
+      grammar_ = std::make_unique<CallGrammar>(std::move(compiled));
+      grammar_key_ = std::move(grammar_key);
+      allowed_cache_.sets.clear();
+      allowed_cache_.masks = 0;
+      draft_history_.clear();
+    }
   }
-  const CallGrammar& grammar = *grammar_;
   t.render_ms = (NowSeconds() - start) * 1000;
 
   double t0 = NowSeconds();
@@ -152,7 +154,6 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
   t.prompt_tokens = remainder.size();
 
   t0 = NowSeconds();
-  CallGenerator gen(*vocab_, grammar, model_->config().vocab_size, &allowed_cache_);
   ConstrainedOptions decoding = options_.decoding;
   // The token limit is the generator's own cap (it stops there, jump-forward runs included); the
   // other limits are checked at each token, before the request's callback sees it.
@@ -182,7 +183,15 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
   // Batched serving: while decoding, this caller's passes are awaited by the others' leaders.
   std::optional<PassBatcher::Participation> batched;
   if (options_.batcher) batched.emplace(options_.batcher.get());
-  Status generated = gen.Generate(*work_, remainder, decoding, &out.output_tokens, &out.stats);
+  bool finished = false;
+  Status generated;
+  if (call.unconstrained) {
+    generated = DecodeFree(*work_, *vocab_, remainder, decoding, &out.output_tokens, &out.stats, &finished);
+  } else {
+    CallGenerator gen(*vocab_, *grammar_, model_->config().vocab_size, &allowed_cache_);
+    generated = gen.Generate(*work_, remainder, decoding, &out.output_tokens, &out.stats);
+    finished = gen.finished();
+  }
   batched.reset();
   if (!generated.ok() && !(stopped && generated.code() == ErrorCode::kCancelled)) return generated;
   if (stopped) out.output_tokens.resize(accepted);
@@ -195,7 +204,7 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
     out.finish_reason = *stopped;
     if (out.parsed.status.ok())
       out.parsed.status = Status(ErrorCode::kCancelled, std::string("generation stopped before the turn ended: ") + FinishReasonName(*stopped));
-  } else if (!gen.finished()) {
+  } else if (!finished) {
     out.finish_reason = FinishReason::kLength;
     if (out.parsed.status.ok()) out.parsed.status = OutOfRange("generation stopped at the token limit before the turn ended");
   } else {

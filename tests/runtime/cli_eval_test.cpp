@@ -1,0 +1,183 @@
+// `fgemma eval` end to end: the JSON report and the --out rows have their fields, the text report
+// its table, and bad input gives an error naming the line and field (exit 1), never a crash.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "test_support.h"
+#include "util/json.h"
+#include "util/mapped_file.h"
+
+namespace fgemma {
+namespace {
+
+std::string EvalCommand(const std::string& args) {
+  return test::CliPath() + " eval --model " + test::FixturePath("models/mini-bf16") + " --threads 2 " + args;
+}
+
+std::string Sample() { return test::FixturePath("eval/phone-actions.jsonl"); }
+
+std::vector<Json> JsonLines(const std::string& text) {
+  std::vector<Json> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    if (end > pos) out.push_back(Json::parse(text.substr(pos, end - pos)));
+    pos = end + 1;
+  }
+  return out;
+}
+
+
+// The fields README's "Evaluating" section documents: the first cell of each table row, as
+// `path` tokens, each optionally followed by a `{a, b}` token naming its members.
+std::set<std::string> DocumentedFields(bool rows_table) {
+  const std::string readme = ReadFileToString(std::string(FGEMMA_SOURCE_DIR) + "/README.md").value();
+  const size_t begin = readme.find("## Evaluating: `fgemma eval`");
+  const size_t end = readme.find("\n## ", begin + 1);
+  EXPECT_NE(begin, std::string::npos);
+  std::string section = readme.substr(begin, end - begin);
+  const size_t split = section.find("`--out ROWS.jsonl` writes");
+  EXPECT_NE(split, std::string::npos);
+  section = rows_table ? section.substr(split) : section.substr(0, split);
+  std::set<std::string> out;
+  size_t pos = 0;
+  while ((pos = section.find("\n| `", pos)) != std::string::npos) {
+    const size_t cell_end = section.find(" |", pos + 3);
+    const std::string cell = section.substr(pos + 3, cell_end - pos - 3);
+    pos = cell_end;
+    std::string last;
+    for (size_t t = cell.find('`'); t != std::string::npos; t = cell.find('`', t)) {
+      const size_t close = cell.find('`', t + 1);
+      const std::string token = cell.substr(t + 1, close - t - 1);
+      t = close + 1;
+      if (token.front() != '{') {
+        out.insert(last = token);
+        continue;
+      }
+      std::string member;
+      for (char c : token.substr(1)) {
+        if (c == ',' || c == '}') {
+          out.insert(last + "." + member);
+          member.clear();
+        } else if (c != ' ') {
+          member += c;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+bool HasChildren(const std::set<std::string>& documented, const std::string& path) {
+  for (const auto& d : documented) {
+    if (d.rfind(path + ".", 0) == 0) return true;
+  }
+  return false;
+}
+
+// Paths present in `j`: members, and `name[]` for arrays of objects (their members under it),
+// descending only where the documentation lists members.
+void ActualFields(const Json& j, const std::string& prefix, const std::set<std::string>& documented, std::set<std::string>* out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
+    out->insert(path);
+    if (it->is_object() && HasChildren(documented, path)) ActualFields(*it, path, documented, out);
+    if (it->is_array() && !it->empty() && it->front().is_object()) {
+      out->insert(path + "[]");
+      if (HasChildren(documented, path + "[]")) ActualFields(it->front(), path + "[]", documented, out);
+    }
+  }
+}
+
+// Every documented field is present, and every field present is documented.
+void ExpectDocumented(const Json& j, bool rows_table) {
+  const std::set<std::string> documented = DocumentedFields(rows_table);
+  ASSERT_GT(documented.size(), 10u);
+  std::set<std::string> actual;
+  ActualFields(j, "", documented, &actual);
+  for (const auto& d : documented) EXPECT_TRUE(actual.count(d)) << "documented but missing: " << d;
+  for (const auto& a : actual) {
+    // An array documented as `name[]` or as `name` (its elements then not described field by field).
+    const bool array_elements = a.size() > 2 && a.ends_with("[]") && documented.count(a.substr(0, a.size() - 2));
+    const bool ok = documented.count(a) || documented.count(a + "[]") || array_elements;
+    EXPECT_TRUE(ok) << "present but not documented: " << a;
+  }
+}
+
+TEST(CliEval, JsonReportAndRows) {
+  const std::string out_path = test::TempDir() + "/rows.jsonl";
+  std::string out;
+  // stderr joins stdout: with no terminal there is no progress bar, so the whole output is the report.
+  ASSERT_EQ(test::RunCommand(EvalCommand("--data " + Sample() + " --limit 6 --tool-choice required --json --out " + out_path + " 2>&1"), &out), 0)
+      << out;
+  const Json j = Json::parse(out);
+  EXPECT_EQ(j["rows"], 6);
+  EXPECT_EQ(j["split"], "eval");
+  EXPECT_EQ(j["tool_choice"], "required");
+  EXPECT_EQ(j["constrained"], true);
+  EXPECT_EQ(j["call_rows"].get<int>() + j["no_call_rows"].get<int>(), 6);
+  EXPECT_EQ(j["invalid"]["count"], 0);
+  EXPECT_EQ(j["exact_match"]["total"], 6);
+  for (const char* k : {"p50", "p95", "mean", "max"}) EXPECT_TRUE(j["latency_ms"][k].is_number()) << k;
+  EXPECT_GT(j["rows_per_s"].get<double>(), 0);
+  EXPECT_GE(j["catalogs"]["built"].get<int>(), 1);
+  ASSERT_TRUE(j["functions"].is_array());
+  ASSERT_FALSE(j["functions"].empty());
+  int generated = 0;
+  for (const auto& f : j["functions"]) generated += f["generated"].get<int>();
+  EXPECT_GE(generated, 6);  // required: every row called at least once
+  ASSERT_FALSE(j["latency_warm_ms"].is_null());  // rows sharing a tool list restored its state
+  ExpectDocumented(j, false);
+
+  const std::vector<Json> rows = JsonLines(ReadFileToString(out_path).value());
+  ASSERT_EQ(rows.size(), 6u);
+  size_t previous = 0;
+  for (const auto& r : rows) {
+    EXPECT_GT(r["line"].get<size_t>(), previous);  // file order
+    previous = r["line"].get<size_t>();
+    EXPECT_EQ(r["split"], "eval");
+    EXPECT_FALSE(r["got"]["calls"].empty());
+    EXPECT_EQ(r["valid"], true);
+    EXPECT_TRUE(r["latency_ms"].is_number());
+    EXPECT_TRUE(r["expected"]["calls"].is_array());
+    ExpectDocumented(r, true);
+  }
+}
+
+TEST(CliEval, TextReportHasTheFiguresAndTheTable) {
+  std::string out;
+  ASSERT_EQ(test::RunCommand(EvalCommand("--data " + Sample() + " --limit 3 --tool-choice required"), &out), 0) << out;
+  for (const char* want : {"3 rows", "exact match", "function name", "arguments", "no-call accuracy", "invalid outputs",
+                           "latency per row", "rows/s", "function ", "expected", "generated"})
+    EXPECT_NE(out.find(want), std::string::npos) << want << " in:\n" << out;
+}
+
+TEST(CliEval, BadInputNamesLineAndField) {
+  const std::string dir = test::TempDir();
+  const std::string first_line = ReadFileToString(Sample()).value().substr(0, ReadFileToString(Sample()).value().find('\n') + 1);
+  ASSERT_TRUE(WriteStringToFile(dir + "/bad.jsonl", first_line + R"({"metadata":"eval","tools":[],"messages":"hi"})" + "\n").ok());
+  ASSERT_TRUE(WriteStringToFile(dir + "/good.jsonl", first_line).ok());
+  struct Case {
+    std::string args, want;
+  };
+  const std::vector<Case> cases = {
+      {"--data " + dir + "/bad.jsonl", "bad.jsonl:2: messages: must be an array, got string"},
+      {"--data " + dir + "/good.jsonl --split dev", "unknown split 'dev'"},
+      {"--data " + dir + "/good.jsonl --split train", "none of its 1 rows has metadata \"train\""},
+      {"--data " + dir + "/absent.jsonl", "absent.jsonl"},
+      {"--data " + dir + "/good.jsonl --out " + dir, "--out"},  // a directory is never replaced
+      {"--data " + dir + "/good.jsonl --tool-choice none", "--tool-choice"},
+  };
+  for (const auto& c : cases) {
+    std::string out;
+    const int rc = test::RunCommand(EvalCommand(c.args + " 2>&1"), &out);
+    EXPECT_GT(rc, 0) << c.args;
+    EXPECT_LT(rc, 128) << c.args;  // an error exit, not a signal
+    EXPECT_NE(out.find(c.want), std::string::npos) << "want '" << c.want << "' in: " << out;
+  }
+}
+
+}  // namespace
+}  // namespace fgemma
