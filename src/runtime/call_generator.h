@@ -140,6 +140,7 @@ class CallGenerator {
   std::vector<int32_t> batch_;
   std::vector<int32_t> guesses_;      // per slot after the first: the guessed token it verifies
   std::vector<int32_t> draft_forced_;
+  std::vector<std::string_view> candidates_;
 };
 
 }  // namespace fgemma
