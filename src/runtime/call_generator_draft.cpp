@@ -97,23 +97,27 @@ Status CallGenerator::GenerateDrafted(Session& session, std::span<const int32_t>
     heads_[0].index = batch_.size() - 1;
     const size_t limit = session.max_speculative_batch();
     if (batch_.size() < limit) {
-      const size_t room = std::min({opt.max_draft, limit - batch_.size(), opt.max_tokens - out->size()});
+      const size_t room_all = std::min({opt.max_draft, limit - batch_.size(), opt.max_tokens - out->size()});
       // Candidates best first; the first whose first token the grammar accepts is the guess.
       uint32_t text_key = 0, text_room = 0;
       LookupDrafts(written_, opt.draft_sources, opt.draft_anchored, kLookupBytes,
                    /*words=*/!matcher_.TextState(&text_key, &text_room), kMaxCandidates, &candidates_);
-      for (const std::string_view cont : candidates_) {
+      for (const DraftCandidate& candidate : candidates_) {
         if (!guesses_.empty()) break;
+        const std::string_view cont = candidate.text;
+        // Positions of the batch (guesses and their forced runs) vs guesses this candidate is worth.
+        const size_t room = room_all;
+        size_t worth = candidate.max_tokens;
         CallMatcher s = matcher_;
         size_t used = 0, cursor = 0;
         bool open = true;
         EncodeOptions eo;
         eo.parse_special = true;
-        while (open && cursor < cont.size() && used < room) {
+        while (open && cursor < cont.size() && used < room && guesses_.size() < worth) {
           const std::vector<int32_t> toks = vocab_.tokenizer().Encode(cont.substr(cursor, kEncodeBytes), eo);
           if (toks.empty()) break;
           for (int32_t tok : toks) {
-            if (used >= room) {
+            if (used >= room || guesses_.size() >= worth) {
               open = false;
               break;
             }
@@ -155,6 +159,10 @@ Status CallGenerator::GenerateDrafted(Session& session, std::span<const int32_t>
             heads_[n_slots] = HeadRequest{};
             heads_[n_slots].index = batch_.size() - 1;
             ++n_slots;
+            // Verifying a guess in free text takes a whole-vocabulary head: only strong evidence
+            // (an earlier output's beginning, a long match) guesses on there.
+            uint32_t key = 0, left = 0;
+            if (worth < 8 && s.TextState(&key, &left)) worth = guesses_.size();
             if (ran) break;  // re-encode from the new cursor: the run's bytes split the text
           }
         }

@@ -10,16 +10,19 @@ bool IsWordByte(char c) { return c != ' ' && c != '\t' && c != '\n' && c != ',' 
 }  // namespace
 
 void LookupDrafts(std::string_view written, std::span<const std::string> sources, size_t anchored, size_t max_bytes,
-                  bool words, size_t max_candidates, std::vector<std::string_view>* out) {
+                  bool words, size_t max_candidates, std::vector<DraftCandidate>* out) {
   out->clear();
-  auto add = [&](std::string_view c) {
+  auto add = [&](std::string_view c, size_t worth) {
     if (c.empty() || out->size() >= max_candidates) return;
     c = c.substr(0, max_bytes);
-    if (std::find(out->begin(), out->end(), c) == out->end()) out->push_back(c);
+    for (const DraftCandidate& d : *out) {
+      if (d.text == c) return;
+    }
+    out->push_back({c, worth});
   };
   for (size_t i = 0; i < std::min(anchored, sources.size()); ++i) {
     const std::string_view s = sources[i];
-    if (s.size() > written.size() && s.starts_with(written)) add(s.substr(written.size()));
+    if (s.size() > written.size() && s.starts_with(written)) add(s.substr(written.size()), 16);
   }
   // Per source, the longest match; then sources by match length (stable: earlier sources first).
   struct Match {
@@ -43,12 +46,12 @@ void LookupDrafts(std::string_view written, std::span<const std::string> sources
     }
   }
   std::stable_sort(matches.begin(), matches.end(), [](const Match& a, const Match& b) { return a.len > b.len; });
-  for (const Match& m : matches) add(m.rest);
+  for (const Match& m : matches) add(m.rest, m.len >= 12 ? 8 : m.len >= 4 ? 4 : 2);
   if (!words) return;
   for (size_t i = anchored; i < sources.size(); ++i) {
     const std::string_view s = sources[i];
     for (size_t j = 0; j < s.size(); ++j) {
-      if (IsWordByte(s[j]) && (j == 0 || !IsWordByte(s[j - 1]))) add(s.substr(j));
+      if (IsWordByte(s[j]) && (j == 0 || !IsWordByte(s[j - 1]))) add(s.substr(j), 3);
     }
   }
 }

@@ -13,24 +13,24 @@ namespace {
 
 TEST(DraftLookup, AnchoredHistoryThenLongestSuffixThenWords) {
   const std::vector<std::string> sources = {"<call>set_lights{room:kitchen}", "turn on the kitchen lights"};
-  std::vector<std::string_view> c;
+  std::vector<DraftCandidate> c;
   // Nothing written: only an earlier output (anchored) proposes, from its start.
   LookupDrafts("", sources, 1, 100, false, 8, &c);
-  EXPECT_EQ(c, (std::vector<std::string_view>{"<call>set_lights{room:kitchen}"}));
+  EXPECT_EQ(c, (std::vector<DraftCandidate>{{"<call>set_lights{room:kitchen}", 16}}));
   LookupDrafts("", sources, 0, 100, false, 8, &c);
   EXPECT_TRUE(c.empty());
   // The history begins with what is written: its rest first (cut to max_bytes), then suffix matches.
   LookupDrafts("<call>set_", sources, 1, 6, false, 8, &c);
   ASSERT_FALSE(c.empty());
-  EXPECT_EQ(c[0], "lights");
+  EXPECT_EQ(c[0].text, "lights");
   // The longest suffix first: "the kit" in the utterance before "kit" in the history.
   LookupDrafts("xx the kit", sources, 1, 100, false, 8, &c);
-  EXPECT_EQ(c, (std::vector<std::string_view>{"chen lights", "chen}"}));
+  EXPECT_EQ(c, (std::vector<DraftCandidate>{{"chen lights", 4}, {"chen}", 2}}));
   LookupDrafts("zzz", sources, 1, 100, false, 8, &c);
   EXPECT_TRUE(c.empty());
   // Words of the utterance, in order, after the matches; no duplicates; at most max_candidates.
   LookupDrafts("zzz", sources, 1, 100, true, 3, &c);
-  EXPECT_EQ(c, (std::vector<std::string_view>{"turn on the kitchen lights", "on the kitchen lights", "the kitchen lights"}));
+  EXPECT_EQ(c, (std::vector<DraftCandidate>{{"turn on the kitchen lights", 3}, {"on the kitchen lights", 3}, {"the kitchen lights", 3}}));
 }
 
 // Rewind after a speculative batch leaves the state of evaluating only the kept tokens: the next

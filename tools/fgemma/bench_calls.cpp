@@ -1,7 +1,7 @@
 // fgemma bench --calls: each call of the set is written as its "output" (FollowText, as
 // `fgemma call --follow` does: on random weights the argmax writes noise, and a real call's cost is
 // that of the path a real checkpoint takes), warm (the catalog prefix restored from memory), by one
-// caller per mode. A caller keeps its last 8 outputs as draft sources; the set is run in order, so
+// caller per mode, the two modes alternating call by call. A caller keeps its last 8 outputs as draft sources; the set is run in order, so
 // with more than 8 calls a call never finds its own output there, only other commands'. One round
 // over the set is untimed (it builds the catalog state and fills the history), then `rounds` are
 // timed; passes, drafted and accepted tokens are per call, latencies are FunctionCaller's total_ms.
@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
+#include <memory>
 
 #include "call_common.h"
 #include "command.h"
@@ -25,8 +27,14 @@ struct Case {
   std::string utterance, output;
 };
 
+double ProcessCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
 struct ModeResult {
-  std::vector<double> ms;
+  std::vector<double> ms, cpu_ms;
   size_t calls = 0, tokens = 0, passes = 0, drafted = 0, accepted = 0;
 };
 
@@ -65,29 +73,39 @@ int RunCallBench(const CallBenchArgs& a) {
   if (!cases.ok()) return Fail(cases.status().ToString());
   auto loaded = LoadModel(a.model, LoadOptions{});
   if (!loaded.ok()) return Fail(loaded.status().ToString());
-  Json modes = Json::object();
-  for (const bool draft : {false, true}) {
+  // Both modes side by side, call by call (one caller each), so load on a shared machine falls on
+  // both alike.
+  std::unique_ptr<FunctionCaller> callers[2];
+  ModeResult results[2];
+  for (int d = 0; d < 2; ++d) {
     FunctionCallerOptions fo;
     fo.threads = a.threads;
-    fo.decoding.draft = draft;
+    fo.decoding.draft = d == 1;
     auto caller = FunctionCaller::Create(loaded.value(), fo);
     if (!caller.ok()) return Fail(caller.status().ToString());
-    ModeResult r;
-    for (size_t round = 0; round <= a.rounds; ++round) {
-      for (const Case& c : cases.value()) {
-        CallInputs in;
-        in.tools_path = a.tools;
-        in.utterance = c.utterance;
-        in.tool_choice = a.tool_choice;
-        auto request = BuildCallRequest(in);
-        if (!request.ok()) return Fail(request.status().ToString());
-        FollowText follow(caller.value()->constraint_vocab(), c.output);
-        caller.value()->set_choice_hook(&follow);
-        auto outcome = caller.value()->Call(request.value());
-        caller.value()->set_choice_hook(nullptr);
+    callers[d] = std::move(caller).value();
+  }
+  for (size_t round = 0; round <= a.rounds; ++round) {
+    for (const Case& c : cases.value()) {
+      CallInputs in;
+      in.tools_path = a.tools;
+      in.utterance = c.utterance;
+      in.tool_choice = a.tool_choice;
+      auto request = BuildCallRequest(in);
+      if (!request.ok()) return Fail(request.status().ToString());
+      for (int d = 0; d < 2; ++d) {
+        FunctionCaller& caller = *callers[d];
+        ModeResult& r = results[d];
+        FollowText follow(caller.constraint_vocab(), c.output);
+        caller.set_choice_hook(&follow);
+        const double cpu0 = ProcessCpuMs();
+        auto outcome = caller.Call(request.value());
+        const double cpu = ProcessCpuMs() - cpu0;
+        caller.set_choice_hook(nullptr);
         if (!outcome.ok()) return Fail("'" + c.utterance + "': " + outcome.status().ToString());
         if (round == 0) continue;
         r.ms.push_back(outcome->timing.total_ms);
+        r.cpu_ms.push_back(cpu);
         ++r.calls;
         r.tokens += outcome->output_tokens.size();
         r.passes += outcome->stats.model_calls;
@@ -95,14 +113,19 @@ int RunCallBench(const CallBenchArgs& a) {
         r.accepted += outcome->stats.accepted_tokens;
       }
     }
+  }
+  Json modes = Json::object();
+  for (int d = 0; d < 2; ++d) {
+    const ModeResult& r = results[d];
     const double n = static_cast<double>(r.calls);
-    modes[draft ? "draft" : "no_draft"] = {{"calls", r.calls},
+    modes[d == 1 ? "draft" : "no_draft"] = {{"calls", r.calls},
                                            {"tokens_per_call", static_cast<double>(r.tokens) / n},
                                            {"passes_per_call", static_cast<double>(r.passes) / n},
                                            {"drafted_per_call", static_cast<double>(r.drafted) / n},
                                            {"accepted_per_call", static_cast<double>(r.accepted) / n},
                                            {"p50_ms", Percentile(r.ms, 0.5)},
                                            {"p95_ms", Percentile(r.ms, 0.95)},
+                                           {"cpu_p50_ms", Percentile(r.cpu_ms, 0.5)},
                                            {"mean_ms", [&] {
                                               double s = 0;
                                               for (double v : r.ms) s += v;
@@ -118,12 +141,14 @@ int RunCallBench(const CallBenchArgs& a) {
   }
   std::printf("%zu calls x %zu rounds, warm, tool_choice %s, kernels %s\n", cases->size(), a.rounds,
               a.tool_choice.c_str(), KernelTargetName());
-  std::printf("%-9s %8s %8s %8s %8s %9s %9s\n", "mode", "tokens", "passes", "drafted", "accepted", "p50 ms", "p95 ms");
+  std::printf("%-9s %8s %8s %8s %8s %9s %9s %9s\n", "mode", "tokens", "passes", "drafted", "accepted", "p50 ms", "p95 ms",
+              "cpu p50");
   for (const char* m : {"no_draft", "draft"}) {
     const Json& j = modes[m];
-    std::printf("%-9s %8.2f %8.2f %8.2f %8.2f %9.1f %9.1f\n", m, j["tokens_per_call"].get<double>(),
+    std::printf("%-9s %8.2f %8.2f %8.2f %8.2f %9.1f %9.1f %9.1f\n", m, j["tokens_per_call"].get<double>(),
                 j["passes_per_call"].get<double>(), j["drafted_per_call"].get<double>(),
-                j["accepted_per_call"].get<double>(), j["p50_ms"].get<double>(), j["p95_ms"].get<double>());
+                j["accepted_per_call"].get<double>(), j["p50_ms"].get<double>(), j["p95_ms"].get<double>(),
+                j["cpu_p50_ms"].get<double>());
   }
   return 0;
 }
