@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "chat/call_grammar.h"
+#include "runtime/draft_lookup.h"
 #include "runtime/session.h"
 #include "runtime/token_constraint.h"
 
@@ -32,7 +33,7 @@ struct ConstrainedOptions {
   // head's own choice at the first miss: the output is the same, token for token, in fewer passes.
   // Builds on jump-forward (with jump_forward off there are no drafts).
   bool draft = true;
-  size_t max_draft = 16;  // drafted positions per pass (also bounded by Session::max_speculative_batch)
+  size_t max_draft = 8;   // guessed tokens per pass (also bounded by Session::max_speculative_batch)
   // Texts drafts are copied from: the first `draft_anchored` are earlier outputs (most recent
   // first), the rest other text (the user's utterance). Must outlive Generate.
   std::span<const std::string> draft_sources;
@@ -140,6 +141,7 @@ class CallGenerator {
   std::vector<int32_t> batch_;
   std::vector<int32_t> guesses_;      // per slot after the first: the guessed token it verifies
   std::vector<int32_t> draft_forced_;
+  std::vector<DraftCandidate> candidates_;
 };
 
 }  // namespace fgemma

@@ -18,6 +18,7 @@ namespace fgemma {
 namespace {
 constexpr size_t kLookupBytes = 96;  // continuation text looked up per pass
 constexpr size_t kEncodeBytes = 48;  // encoded at a time (re-encoded after each forced run)
+constexpr size_t kMaxCandidates = 32;  // continuations tried per pass (most fail at their first token)
 }  // namespace
 
 Status CallGenerator::PrepareHead(HeadSlot& slot, const ConstrainedOptions& opt, const Session& session,
@@ -96,60 +97,74 @@ Status CallGenerator::GenerateDrafted(Session& session, std::span<const int32_t>
     heads_[0].index = batch_.size() - 1;
     const size_t limit = session.max_speculative_batch();
     if (batch_.size() < limit) {
-      const size_t room = std::min({opt.max_draft, limit - batch_.size(), opt.max_tokens - out->size()});
-      const std::string_view cont = LookupDraft(written_, opt.draft_sources, opt.draft_anchored, kLookupBytes);
-      CallMatcher s = matcher_;
-      size_t used = 0, cursor = 0;
-      bool open = true;
-      EncodeOptions eo;
-      eo.parse_special = true;
-      while (open && cursor < cont.size() && used < room) {
-        const std::vector<int32_t> toks = vocab_.tokenizer().Encode(cont.substr(cursor, kEncodeBytes), eo);
-        if (toks.empty()) break;
-        for (int32_t tok : toks) {
-          if (used >= room) {
-            open = false;
-            break;
-          }
-          CallMatcher next = s;
-          if (!vocab_.FeedToken(next, tok)) {
-            open = false;
-            break;
-          }
-          s = next;
-          batch_.push_back(tok);
-          guesses_.push_back(tok);
-          ++used;
-          cursor += vocab_.TokenText(tok).size();
-          // The forced runs after it, whole, as the loop above appends them.
-          bool ran = false;
-          while (open && !s.Done()) {
-            vocab_.ForcedTokens(s, &draft_forced_);
-            if (draft_forced_.empty()) break;
-            ran = true;
-            std::string forced_text;
-            for (int32_t id : draft_forced_) {
-              if (used >= room || !vocab_.FeedToken(s, id)) {  // the batch ends inside the run
-                open = false;
-                break;
-              }
-              batch_.push_back(id);
-              ++used;
-              forced_text += vocab_.TokenText(id);
+      const size_t room_all = std::min({opt.max_draft, limit - batch_.size(), opt.max_tokens - out->size()});
+      // Candidates best first; the first whose first token the grammar accepts is the guess.
+      uint32_t text_key = 0, text_room = 0;
+      LookupDrafts(written_, opt.draft_sources, opt.draft_anchored, kLookupBytes,
+                   /*words=*/!matcher_.TextState(&text_key, &text_room), kMaxCandidates, &candidates_);
+      for (const DraftCandidate& candidate : candidates_) {
+        if (!guesses_.empty()) break;
+        const std::string_view cont = candidate.text;
+        // Positions of the batch (guesses and their forced runs) vs guesses this candidate is worth.
+        const size_t room = room_all;
+        size_t worth = candidate.max_tokens;
+        CallMatcher s = matcher_;
+        size_t used = 0, cursor = 0;
+        bool open = true;
+        EncodeOptions eo;
+        eo.parse_special = true;
+        while (open && cursor < cont.size() && used < room && guesses_.size() < worth) {
+          const std::vector<int32_t> toks = vocab_.tokenizer().Encode(cont.substr(cursor, kEncodeBytes), eo);
+          if (toks.empty()) break;
+          for (int32_t tok : toks) {
+            if (used >= room || guesses_.size() >= worth) {
+              open = false;
+              break;
             }
-            // The guess goes on only where the source agrees with the forced text.
-            if (cont.substr(cursor).starts_with(forced_text)) cursor += forced_text.size();
-            else cursor = cont.size();
+            CallMatcher next = s;
+            if (!vocab_.FeedToken(next, tok)) {
+              open = false;
+              break;
+            }
+            s = next;
+            batch_.push_back(tok);
+            guesses_.push_back(tok);
+            ++used;
+            cursor += vocab_.TokenText(tok).size();
+            // The forced runs after it, whole, as the loop above appends them.
+            bool ran = false;
+            while (open && !s.Done()) {
+              vocab_.ForcedTokens(s, &draft_forced_);
+              if (draft_forced_.empty()) break;
+              ran = true;
+              std::string forced_text;
+              for (int32_t id : draft_forced_) {
+                if (used >= room || !vocab_.FeedToken(s, id)) {  // the batch ends inside the run
+                  open = false;
+                  break;
+                }
+                batch_.push_back(id);
+                ++used;
+                forced_text += vocab_.TokenText(id);
+              }
+              // The guess goes on only where the source agrees with the forced text.
+              if (cont.substr(cursor).starts_with(forced_text)) cursor += forced_text.size();
+              else cursor = cont.size();
+            }
+            if (!open || s.Done()) {
+              open = false;
+              break;
+            }
+            slots_[n_slots].state = s;
+            heads_[n_slots] = HeadRequest{};
+            heads_[n_slots].index = batch_.size() - 1;
+            ++n_slots;
+            // Verifying a guess in free text takes a whole-vocabulary head: only strong evidence
+            // (an earlier output's beginning, a long match) guesses on there.
+            uint32_t key = 0, left = 0;
+            if (worth < 8 && s.TextState(&key, &left)) worth = guesses_.size();
+            if (ran) break;  // re-encode from the new cursor: the run's bytes split the text
           }
-          if (!open || s.Done()) {
-            open = false;
-            break;
-          }
-          slots_[n_slots].state = s;
-          heads_[n_slots] = HeadRequest{};
-          heads_[n_slots].index = batch_.size() - 1;
-          ++n_slots;
-          if (ran) break;  // re-encode from the new cursor: the run's bytes split the text
         }
       }
     }

@@ -11,17 +11,26 @@
 namespace fgemma {
 namespace {
 
-TEST(DraftLookup, LongestSuffixAnchoredHistoryFirst) {
+TEST(DraftLookup, AnchoredHistoryThenLongestSuffixThenWords) {
   const std::vector<std::string> sources = {"<call>set_lights{room:kitchen}", "turn on the kitchen lights"};
+  std::vector<DraftCandidate> c;
   // Nothing written: only an earlier output (anchored) proposes, from its start.
-  EXPECT_EQ(LookupDraft("", sources, 1, 100), "<call>set_lights{room:kitchen}");
-  EXPECT_EQ(LookupDraft("", sources, 0, 100), "");
-  // The history begins with what is written: its rest.
-  EXPECT_EQ(LookupDraft("<call>set_", sources, 1, 6), "lights");
-  // Otherwise the longest suffix found anywhere: "the kit" in the utterance beats "kit" elsewhere.
-  EXPECT_EQ(LookupDraft("xx the kit", sources, 1, 100), "chen lights");
-  EXPECT_EQ(LookupDraft("{room:kit", sources, 1, 100), "chen}");
-  EXPECT_EQ(LookupDraft("zzz", sources, 1, 100), "");
+  LookupDrafts("", sources, 1, 100, false, 8, &c);
+  EXPECT_EQ(c, (std::vector<DraftCandidate>{{"<call>set_lights{room:kitchen}", 16}}));
+  LookupDrafts("", sources, 0, 100, false, 8, &c);
+  EXPECT_TRUE(c.empty());
+  // The history begins with what is written: its rest first (cut to max_bytes), then suffix matches.
+  LookupDrafts("<call>set_", sources, 1, 6, false, 8, &c);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].text, "lights");
+  // The longest suffix first: "the kit" in the utterance before "kit" in the history.
+  LookupDrafts("xx the kit", sources, 1, 100, false, 8, &c);
+  EXPECT_EQ(c, (std::vector<DraftCandidate>{{"chen lights", 4}, {"chen}", 2}}));
+  LookupDrafts("zzz", sources, 1, 100, false, 8, &c);
+  EXPECT_TRUE(c.empty());
+  // Words of the utterance, in order, after the matches; no duplicates; at most max_candidates.
+  LookupDrafts("zzz", sources, 1, 100, true, 3, &c);
+  EXPECT_EQ(c, (std::vector<DraftCandidate>{{"turn on the kitchen lights", 3}, {"on the kitchen lights", 3}, {"the kitchen lights", 3}}));
 }
 
 // Rewind after a speculative batch leaves the state of evaluating only the kept tokens: the next

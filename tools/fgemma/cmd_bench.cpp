@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "bench_calls.h"
 #include "command.h"
 #include "kernels/matmul.h"
 #include "model/gemma3_forward.h"
@@ -20,6 +21,7 @@ struct BenchArgs {
   bool zero_fill = false;
   size_t decode_steps = 32;
   size_t repetitions = 3;
+  CallBenchArgs calls;  // --calls: the function-call benchmark instead
 };
 
 // Deterministic pseudo-random ids, away from control tokens.
@@ -34,6 +36,14 @@ std::vector<int32_t> BenchTokens(size_t n, int vocab) {
 }
 
 int RunBench(const BenchArgs& a) {
+  if (!a.calls.calls.empty()) {
+    CallBenchArgs c = a.calls;
+    c.model = a.model;
+    c.threads = a.threads;
+    c.json = a.json;
+    if (c.tools.empty()) return Fail("--calls needs --tools");
+    return RunCallBench(c);
+  }
   const double t0 = NowSeconds();
   auto model = Model::Load(a.model);
   if (!model.ok()) return Fail(model.status().ToString());
@@ -145,6 +155,13 @@ CommandRegistration reg(40, [](CLI::App& app) -> std::function<int()> {
   cmd->add_flag("--decode-zero-fill", a->zero_fill,
                 "reach each decode context by zero-filling the KV cache instead of prefilling it (same decode "
                 "work and memory, meaningless tokens; for long contexts on slow machines)");
+  cmd->add_option("--calls", a->calls.calls,
+                  "time warm function calls instead: JSON lines {\"utterance\", \"output\"} (each written as "
+                  "`call --follow` does), with and without drafts (passes per call, p50/p95 latency)");
+  cmd->add_option("--tools", a->calls.tools, "with --calls: the tool catalog");
+  cmd->add_option("--tool-choice", a->calls.tool_choice, "with --calls: auto (default), required, none or a name");
+  cmd->add_option("--rounds", a->calls.rounds, "with --calls: timed rounds over the set (default 3; one untimed first)")
+      ->check(CLI::Range(size_t{1}, size_t{1000}));
   return [a] { return RunBench(*a); };
 });
 
