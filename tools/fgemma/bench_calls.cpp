@@ -23,10 +23,6 @@
 namespace fgemma::cli {
 namespace {
 
-struct Case {
-  std::string utterance, output;
-};
-
 double ProcessCpuMs() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -38,6 +34,8 @@ struct ModeResult {
   size_t calls = 0, tokens = 0, passes = 0, drafted = 0, accepted = 0;
 };
 
+}  // namespace
+
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -45,9 +43,9 @@ double Percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
-Result<std::vector<Case>> ReadCases(const std::string& path) {
+Result<std::vector<BenchCase>> ReadBenchCases(const std::string& path) {
   FGEMMA_TRY(std::string text, ReadFileToString(path));
-  std::vector<Case> cases;
+  std::vector<BenchCase> cases;
   size_t at = 0, line = 0;
   while (at < text.size()) {
     size_t end = text.find('\n', at);
@@ -66,10 +64,8 @@ Result<std::vector<Case>> ReadCases(const std::string& path) {
   return cases;
 }
 
-}  // namespace
-
 int RunCallBench(const CallBenchArgs& a) {
-  auto cases = ReadCases(a.calls);
+  auto cases = ReadBenchCases(a.calls);
   if (!cases.ok()) return Fail(cases.status().ToString());
   auto loaded = LoadModel(a.model, LoadOptions{});
   if (!loaded.ok()) return Fail(loaded.status().ToString());
@@ -86,7 +82,7 @@ int RunCallBench(const CallBenchArgs& a) {
     callers[d] = std::move(caller).value();
   }
   for (size_t round = 0; round <= a.rounds; ++round) {
-    for (const Case& c : cases.value()) {
+    for (const BenchCase& c : cases.value()) {
       CallInputs in;
       in.tools_path = a.tools;
       in.utterance = c.utterance;

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "util/status.h"
 
 namespace fgemma::cli {
 
@@ -11,8 +14,20 @@ struct CallBenchArgs {
   int threads = 0;
   size_t rounds = 3;                // timed passes over the whole set (after one untimed)
   bool json = false;
+  // --clients: concurrent callers (one per client, as the server's sessions) instead, with and
+  // without batched passes; each count in turn.
+  std::vector<size_t> clients;
 };
 
 int RunCallBench(const CallBenchArgs& a);
+int RunClientsBench(const CallBenchArgs& a);
+
+// A call of the set: the utterance and the output a real model writes for it.
+struct BenchCase {
+  std::string utterance, output;
+};
+Result<std::vector<BenchCase>> ReadBenchCases(const std::string& path);
+// Nearest-rank percentile p in [0, 1] of v (0 when empty).
+double Percentile(std::vector<double> v, double p);
 
 }  // namespace fgemma::cli

@@ -42,7 +42,7 @@ int RunBench(const BenchArgs& a) {
     c.threads = a.threads;
     c.json = a.json;
     if (c.tools.empty()) return Fail("--calls needs --tools");
-    return RunCallBench(c);
+    return c.clients.empty() ? RunCallBench(c) : RunClientsBench(c);
   }
   const double t0 = NowSeconds();
   auto model = Model::Load(a.model);
@@ -162,6 +162,11 @@ CommandRegistration reg(40, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--tool-choice", a->calls.tool_choice, "with --calls: auto (default), required, none or a name");
   cmd->add_option("--rounds", a->calls.rounds, "with --calls: timed rounds over the set (default 3; one untimed first)")
       ->check(CLI::Range(size_t{1}, size_t{1000}));
+  cmd->add_option("--clients", a->calls.clients,
+                  "with --calls: serve the set from N concurrent callers (one per client, as the server's sessions), "
+                  "with and without batched passes; several counts: --clients 1,4,8")
+      ->delimiter(',')
+      ->check(CLI::Range(size_t{1}, size_t{64}));
   return [a] { return RunBench(*a); };
 });
 
