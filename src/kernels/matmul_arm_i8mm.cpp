@@ -23,30 +23,32 @@ namespace {
 template <bool kQ4>
 constexpr size_t kPairs = kQ4 ? 3 : 4;
 
-// Pair j of tokens (2j, 2j + 1): per block, 4 vectors {t0 values 8c..8c+7, t1 values 8c..8c+7}
-// (c = 0..3). After every pair's values, the scales by block: dx[b][t] for the even token count
-// (so a tile's scales of a block are one or two vector loads: kept in few registers).
+// Block b's region holds, for each pair j of tokens (2j, 2j + 1), 4 vectors {t0 values 8c..8c+7,
+// t1 values 8c..8c+7} (c = 0..3), then for each pair its scales {dx_t0, dx_t1, dx_t0, dx_t1} (the
+// lanes of a 2x2 tile {r0t0, r0t1, r1t0, r1t1}). A tile's pairs are adjacent: one pointer walks it.
 void InterleavePairs(const ArmDotJob& job, uint8_t* pairs) {
-  const size_t npairs = job.tokens / 2;
-  float* dx = reinterpret_cast<float*>(pairs + npairs * job.blocks * 64);
+  const size_t npairs = job.tokens / 2, region = npairs * 80;
   for (size_t j = 0; j < npairs; ++j) {
     const uint8_t* r0 = job.packed + 2 * j * job.packed_stride;
     const uint8_t* r1 = r0 + job.packed_stride;
     const int8_t* x0 = reinterpret_cast<const int8_t*>(r0);
     const int8_t* x1 = reinterpret_cast<const int8_t*>(r1);
-    int8_t* out = reinterpret_cast<int8_t*>(pairs + j * job.blocks * 64);
     for (size_t b = 0; b < job.blocks; ++b) {
+      int8_t* out = reinterpret_cast<int8_t*>(pairs + b * region + 64 * j);
       const int64x2_t a0 = vreinterpretq_s64_s8(vld1q_s8(x0 + 32 * b)), a1 = vreinterpretq_s64_s8(vld1q_s8(x0 + 32 * b + 16));
       const int64x2_t b0 = vreinterpretq_s64_s8(vld1q_s8(x1 + 32 * b)), b1 = vreinterpretq_s64_s8(vld1q_s8(x1 + 32 * b + 16));
-      vst1q_s8(out + 64 * b, vreinterpretq_s8_s64(vzip1q_s64(a0, b0)));
-      vst1q_s8(out + 64 * b + 16, vreinterpretq_s8_s64(vzip2q_s64(a0, b0)));
-      vst1q_s8(out + 64 * b + 32, vreinterpretq_s8_s64(vzip1q_s64(a1, b1)));
-      vst1q_s8(out + 64 * b + 48, vreinterpretq_s8_s64(vzip2q_s64(a1, b1)));
-      __builtin_memcpy(&dx[b * 2 * npairs + 2 * j], r0 + job.d8_offset + 32 * b, 4);
-      __builtin_memcpy(&dx[b * 2 * npairs + 2 * j + 1], r1 + job.d8_offset + 32 * b, 4);
+      vst1q_s8(out, vreinterpretq_s8_s64(vzip1q_s64(a0, b0)));
+      vst1q_s8(out + 16, vreinterpretq_s8_s64(vzip2q_s64(a0, b0)));
+      vst1q_s8(out + 32, vreinterpretq_s8_s64(vzip1q_s64(a1, b1)));
+      vst1q_s8(out + 48, vreinterpretq_s8_s64(vzip2q_s64(a1, b1)));
+      float d[4];
+      __builtin_memcpy(&d[0], r0 + job.d8_offset + 32 * b, 4);
+      __builtin_memcpy(&d[1], r1 + job.d8_offset + 32 * b, 4);
+      d[2] = d[0];
+      d[3] = d[1];
+      __builtin_memcpy(pairs + b * region + npairs * 64 + 16 * j, d, 16);
     }
   }
-  for (size_t i = 0; i < 4; ++i) dx[job.blocks * 2 * npairs + i] = 0.0f;  // read past by odd tiles
 }
 
 // Block b of a panel as smmla operands: lo[c] = rows 0-1, hi[c] = rows 2-3, values 8c..8c+7 (the
@@ -79,49 +81,46 @@ inline void LoadTiles(const uint8_t* q, size_t b, int8x16_t lo[4], int8x16_t hi[
 }
 
 // One panel x kP token pairs starting at pair j0: out[2k + t] = rows 0-3 of token 2 (j0 + k) + t.
-// Sums stay local (through `out` they would be stored every block) and every operand is read
-// through a pointer that only moves forward.
+// Sums stay local (through `out` they would be stored every block), in the 2x2 tile form smmla
+// gives: the scales are made in that form too ({dw_r0, dw_r0, dw_r1, dw_r1} x {dx_t0, dx_t1, dx_t0,
+// dx_t1}: the same float products dw_r * dx_t), and the tiles are unzipped to rows once at the end.
 template <bool kQ4, size_t kP>
 void Tile(const ArmDotJob& job, const uint8_t* panel, const uint8_t* pairs, size_t j0, float32x4_t* out) {
-  const size_t npairs = job.tokens / 2;
-  float32x4_t acc[2 * kP];
-  const int8_t* x[kP];
-  for (size_t k = 0; k < kP; ++k) {
-    x[k] = reinterpret_cast<const int8_t*>(pairs + (j0 + k) * job.blocks * 64);
-    acc[2 * k] = acc[2 * k + 1] = vdupq_n_f32(0.0f);
-  }
-  const float* dx = reinterpret_cast<const float*>(pairs + npairs * job.blocks * 64) + 2 * j0;
+  const size_t npairs = job.tokens / 2, region = npairs * 80;
+  float32x4_t acc01[kP], acc23[kP];
+  for (size_t k = 0; k < kP; ++k) acc01[k] = acc23[k] = vdupq_n_f32(0.0f);
+  const int8_t* x = reinterpret_cast<const int8_t*>(pairs + 64 * j0);
+  const float* dx = reinterpret_cast<const float*>(pairs + npairs * 64 + 16 * j0);
   const uint8_t* q = panel + job.scale_bytes;
   const float* scales = reinterpret_cast<const float*>(panel);
   for (size_t b = 0; b < job.blocks; ++b) {
     int8x16_t lo[4], hi[4];
     LoadTiles<kQ4>(q, b, lo, hi);
     const float32x4_t dw = vld1q_f32(scales + 4 * b);
-    float32x4_t s[(kP + 1) / 2];  // the tile's 2 kP token scales of block b (lanes: pair k % 2)
-    for (size_t h = 0; h < (kP + 1) / 2; ++h) s[h] = vld1q_f32(dx + 4 * h);
-    dx += 2 * npairs;
+    const float32x4_t dw01 = vzip1q_f32(dw, dw), dw23 = vzip2q_f32(dw, dw);
     for (size_t k = 0; k < kP; ++k) {
-      const int8x16x4_t xv = vld1q_s8_x4(x[k]);
-      x[k] += 64;
+      const int8x16x4_t xv = vld1q_s8_x4(x + 64 * k);
       int32x4_t c01 = vmmlaq_s32(vdupq_n_s32(0), lo[0], xv.val[0]);  // {r0t0, r0t1, r1t0, r1t1}
       int32x4_t c23 = vmmlaq_s32(vdupq_n_s32(0), hi[0], xv.val[0]);  // rows 2-3
       for (int c = 1; c < 4; ++c) {
         c01 = vmmlaq_s32(c01, lo[c], xv.val[c]);
         c23 = vmmlaq_s32(c23, hi[c], xv.val[c]);
       }
-      int32x4_t d0 = vuzp1q_s32(c01, c23), d1 = vuzp2q_s32(c01, c23);  // rows 0-3 of each token
       if constexpr (kQ4) {
-        d0 = vshrq_n_s32(d0, 4);
-        d1 = vshrq_n_s32(d1, 4);
+        c01 = vshrq_n_s32(c01, 4);
+        c23 = vshrq_n_s32(c23, 4);
       }
-      const float32x4_t sk = s[k / 2];
-      const float32x4_t s0 = k % 2 == 0 ? vmulq_laneq_f32(dw, sk, 0) : vmulq_laneq_f32(dw, sk, 2);
-      const float32x4_t s1 = k % 2 == 0 ? vmulq_laneq_f32(dw, sk, 1) : vmulq_laneq_f32(dw, sk, 3);
-      acc[2 * k] = vfmaq_f32(acc[2 * k], vcvtq_f32_s32(d0), s0);
-      acc[2 * k + 1] = vfmaq_f32(acc[2 * k + 1], vcvtq_f32_s32(d1), s1);
+      const float32x4_t d = vld1q_f32(dx + 4 * k);
+      acc01[k] = vfmaq_f32(acc01[k], vcvtq_f32_s32(c01), vmulq_f32(dw01, d));
+      acc23[k] = vfmaq_f32(acc23[k], vcvtq_f32_s32(c23), vmulq_f32(dw23, d));
     }
+    x = reinterpret_cast<const int8_t*>(reinterpret_cast<const uint8_t*>(x) + region);
+    dx = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(dx) + region);
   }
-  for (size_t i = 0; i < 2 * kP; ++i) out[i] = acc[i];
+  for (size_t k = 0; k < kP; ++k) {  // {r0t0, r0t1, r1t0, r1t1}, {r2t0, ...} -> rows 0-3 of t0, of t1
+    out[2 * k] = vreinterpretq_f32_u32(vuzp1q_u32(vreinterpretq_u32_f32(acc01[k]), vreinterpretq_u32_f32(acc23[k])));
+    out[2 * k + 1] = vreinterpretq_f32_u32(vuzp2q_u32(vreinterpretq_u32_f32(acc01[k]), vreinterpretq_u32_f32(acc23[k])));
+  }
 }
 
 template <bool kQ4, size_t kP>
