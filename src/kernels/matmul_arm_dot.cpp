@@ -80,6 +80,34 @@ inline void LoadBlock(const uint8_t* q, size_t b, int8x16_t w[8]) {
   }
 }
 
+// The next block's group vectors of a panel, moving `q` past them (each 64-byte load then
+// post-increments the pointer: no address arithmetic per panel and block).
+template <bool kQ4>
+inline void LoadNext(const uint8_t*& q, int8x16_t w[8]) {
+#if defined(__aarch64__)
+  if constexpr (kQ4) {
+    const uint8x16x4_t v = vld1q_u8_x4(q);
+    q += 64;
+    for (int j = 0; j < 4; ++j) {
+      w[j] = vreinterpretq_s8_u8(vshlq_n_u8(v.val[j], 4));
+      w[j + 4] = vreinterpretq_s8_u8(vandq_u8(v.val[j], vdupq_n_u8(0xF0)));
+    }
+  } else {
+    const int8x16x4_t lo = vld1q_s8_x4(reinterpret_cast<const int8_t*>(q));
+    q += 64;
+    const int8x16x4_t hi = vld1q_s8_x4(reinterpret_cast<const int8_t*>(q));
+    q += 64;
+    for (int g = 0; g < 4; ++g) {
+      w[g] = lo.val[g];
+      w[g + 4] = hi.val[g];
+    }
+  }
+#else
+  LoadBlock<kQ4>(q, 0, w);
+  q += kQ4 ? 64 : 128;
+#endif
+}
+
 // kP panels (4 kP rows) x kT tokens: each activation block is loaded once for the kP panels and
 // each weight block once for the kT tokens. Every (row, token) output goes through the same
 // instructions whatever kP and kT are.
@@ -143,16 +171,13 @@ void OneToken(const ArmDotJob& job, const uint8_t* panel, const uint8_t* rec, fl
   }
   const int8_t* xq = reinterpret_cast<const int8_t*>(rec);
   const uint8_t* dx_at = rec + job.d8_offset;
-  constexpr size_t kStep = kQ4 ? 64 : 128;  // value bytes of a panel's block
   for (size_t b = 0; b < job.blocks; ++b) {
     const int8x16_t x0 = vld1q_s8(xq + 32 * b), x1 = vld1q_s8(xq + 32 * b + 16);
     float dx;
     __builtin_memcpy(&dx, dx_at + 32 * b, 4);
     for (size_t p = 0; p < kP; ++p) {
       int8x16_t w[8];
-      const uint8_t* at = q[p];  // a copy: the loads below then post-increment one register
-      LoadBlock<kQ4>(at, 0, w);
-      q[p] = at + kStep;
+      LoadNext<kQ4>(q[p], w);
       int32x4_t d = BlockDot(w, x0, x1);
       if constexpr (kQ4) d = vshrq_n_s32(d, 4);
       const float32x4_t s = vmulq_n_f32(vld1q_f32(dw[p]), dx);
