@@ -113,11 +113,7 @@ inline void LoadNext(const uint8_t*& q, int8x16_t w[8]) {
 // instructions whatever kP and kT are.
 template <bool kQ4, size_t kP, size_t kT>
 void Panels(const ArmDotJob& job, const uint8_t* panel, const uint8_t* const* rec, float32x4_t (*out)[kT]) {
-#if defined(__aarch64__)
   float32x4_t acc[kP][kT];  // local: through `out` the compiler would store them every block
-#else
-  float32x4_t (*acc)[kT] = out;  // AArch32 (16 q registers) spills them either way
-#endif
   for (size_t p = 0; p < kP; ++p)
     for (size_t t = 0; t < kT; ++t) acc[p][t] = vdupq_n_f32(0.0f);
   for (size_t b = 0; b < job.blocks; ++b) {
@@ -140,10 +136,8 @@ void Panels(const ArmDotJob& job, const uint8_t* panel, const uint8_t* const* re
       }
     }
   }
-#if defined(__aarch64__)
   for (size_t p = 0; p < kP; ++p)
     for (size_t t = 0; t < kT; ++t) out[p][t] = acc[p][t];
-#endif
 }
 
 template <bool kQ4, size_t kP, size_t kT>
