@@ -58,14 +58,14 @@ for arch in "${archs[@]}"; do
   fi
   # The kernels chosen at run time from the CPU's hwcaps (kernels/cpu_features.h), each against its
   # scalar reference, and core goldens, under CPU models that lack and have the dot product
-  # (about 1.5 min). qemu-aarch64's default CPU (max, the main run below) reports dotprod and i8mm,
-  # cortex-a53 neither; qemu-arm's default and -cpu max run vsdot without reporting it (so the main
+  # (about 1.5 min). qemu-aarch64's default CPU (max, the main run below) reports dotprod and i8mm
+  # (NEON_I8MM: smmla for token pairs; forced to NEON_DOTPROD the A55 class), cortex-a53 neither; qemu-arm's default and -cpu max run vsdot without reporting it (so the main
   # run is NEON, and FGEMMA_ARM_TARGET forces the dot product), cortex-a15 traps it. The quantized
   # GGUF goldens (the dot-product matrices, about 40 s) run where that path is new to the binary.
   goldens='*TinyGolden.Logits*:*MiniGolden*'
   extra=()
   case "$arch" in
-    aarch64) extra=("-cpu cortex-a53||$goldens") ;;
+    aarch64) extra=("-cpu cortex-a53||$goldens" "-cpu max|NEON_DOTPROD|$goldens") ;;
     armhf) extra=("-cpu cortex-a15||$goldens" "-cpu max|NEON_DOTPROD|$goldens:*GgufQuantized*") ;;
   esac
   for e in "${extra[@]}"; do

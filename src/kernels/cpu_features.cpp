@@ -29,17 +29,23 @@ ArmFeatures ArmFeaturesFromHwcap(bool aarch64, uint64_t hwcap, uint64_t hwcap2) 
 
 ArmTarget ChooseArmTarget(bool aarch64, const ArmFeatures& features, const char* override_name) {
   if (!features.neon) return ArmTarget::kNone;
-  const ArmTarget detected = features.dotprod ? ArmTarget::kNeonDotprod : ArmTarget::kNeon;
+  ArmTarget detected = features.dotprod ? ArmTarget::kNeonDotprod : ArmTarget::kNeon;
+  // The smmla kernels read the dot-product panels and use sdot for single tokens: both needed.
+  if (aarch64 && features.dotprod && features.i8mm) detected = ArmTarget::kNeonI8mm;
   if (override_name == nullptr) return detected;
   if (std::strcmp(override_name, "NEON") == 0) return ArmTarget::kNeon;
-  if (std::strcmp(override_name, "NEON_DOTPROD") == 0) return aarch64 ? detected : ArmTarget::kNeonDotprod;
-  return detected;
+  if (std::strcmp(override_name, "NEON_DOTPROD") == 0) {
+    if (!aarch64) return ArmTarget::kNeonDotprod;
+    return detected == ArmTarget::kNeonI8mm ? ArmTarget::kNeonDotprod : detected;
+  }
+  return detected;  // NEON_I8MM: only where detected (never raised); others: automatic
 }
 
 const char* ArmTargetName(ArmTarget target) {
   switch (target) {
     case ArmTarget::kNeon: return "NEON";
     case ArmTarget::kNeonDotprod: return "NEON_DOTPROD";
+    case ArmTarget::kNeonI8mm: return "NEON_I8MM";
     case ArmTarget::kNone: break;
   }
   return "";

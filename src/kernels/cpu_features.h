@@ -12,24 +12,26 @@ enum class ArmTarget {
   kNone,          // not an Arm build, or no NEON: Highway's targets only
   kNeon,          // ASIMD / NEON without the dot product: Highway's NEON kernels
   kNeonDotprod,   // + sdot (aarch64) / vsdot (AArch32): row panels of 4 (matmul_arm_dot.cpp)
+  kNeonI8mm,      // aarch64 + smmla as well: multi-token products in 2x2 tiles (matmul_arm_i8mm.cpp)
 };
 
 // The features the kernel reports in getauxval(AT_HWCAP) / getauxval(AT_HWCAP2).
 struct ArmFeatures {
   bool neon = false;
   bool dotprod = false;
-  bool i8mm = false;  // reported (smmla); no kernel uses it yet
+  bool i8mm = false;  // smmla (kernels on aarch64 only)
 };
 // Decodes hwcap values as an aarch64 (`aarch64` true) or an AArch32 process sees them.
 ArmFeatures ArmFeaturesFromHwcap(bool aarch64, uint64_t hwcap, uint64_t hwcap2);
 
-// The target for `features`, lowered by `override_name` (FGEMMA_ARM_TARGET: "NEON" or
-// "NEON_DOTPROD"; null, empty or unknown: no override). An override never raises the target above
+// The target for `features`, lowered by `override_name` (FGEMMA_ARM_TARGET: "NEON", "NEON_DOTPROD"
+// or "NEON_I8MM"; null, empty or unknown: no override). An override never raises the target above
 // what the features allow, except NEON_DOTPROD in a 32-bit process (`aarch64` false) on a CPU with
 // NEON: qemu-arm -cpu max executes vsdot without reporting it in AT_HWCAP, so tests force it there.
+// NEON_I8MM needs aarch64 with both the dot product and i8mm (no AArch32 smmla kernel).
 ArmTarget ChooseArmTarget(bool aarch64, const ArmFeatures& features, const char* override_name);
 
-const char* ArmTargetName(ArmTarget target);  // "", "NEON", "NEON_DOTPROD"
+const char* ArmTargetName(ArmTarget target);  // "", "NEON", "NEON_DOTPROD", "NEON_I8MM"
 
 // This process's: detected once from getauxval and FGEMMA_ARM_TARGET (kNone off Arm).
 ArmTarget DetectedArmTarget();

@@ -80,10 +80,14 @@ ArmTarget RunningArmTarget() {
 }
 }  // namespace
 
-bool kernels_internal::ArmDotActive() { return RunningArmTarget() == ArmTarget::kNeonDotprod; }
+bool kernels_internal::ArmDotActive() {
+  const ArmTarget t = RunningArmTarget();
+  return t == ArmTarget::kNeonDotprod || t == ArmTarget::kNeonI8mm;  // both read the 4-row panels
+}
+bool kernels_internal::ArmI8mmActive() { return RunningArmTarget() == ArmTarget::kNeonI8mm; }
 
 const char* KernelTargetName() {
-  if (kernels_internal::ArmDotActive()) return ArmTargetName(ArmTarget::kNeonDotprod);
+  if (kernels_internal::ArmDotActive()) return ArmTargetName(RunningArmTarget());
   return HWY_DYNAMIC_DISPATCH(TargetNameImpl)();
 }
 
@@ -93,11 +97,19 @@ const std::vector<int64_t>& AvailableTargets() {
   static const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
   return targets;
 }
+// The Arm matrix targets above Highway's this CPU runs, best first (i8mm includes the dot product).
+std::vector<ArmTarget> ArmMatrixTargets() {
+  std::vector<ArmTarget> list;
+  const ArmTarget detected = DetectedArmTarget();
+  if (detected == ArmTarget::kNeonI8mm) list.push_back(ArmTarget::kNeonI8mm);
+  if (detected == ArmTarget::kNeonI8mm || detected == ArmTarget::kNeonDotprod) list.push_back(ArmTarget::kNeonDotprod);
+  return list;
+}
 }  // namespace
 
 std::vector<std::string> KernelTargets() {
   std::vector<std::string> names;
-  if (DetectedArmTarget() == ArmTarget::kNeonDotprod) names.emplace_back(ArmTargetName(ArmTarget::kNeonDotprod));
+  for (ArmTarget t : ArmMatrixTargets()) names.emplace_back(ArmTargetName(t));
   for (int64_t t : AvailableTargets()) names.emplace_back(hwy::TargetName(t));
   return names;
 }
@@ -109,11 +121,13 @@ bool SetKernelTarget(const std::string& name) {
     forced_arm_target = -1;
     return true;
   }
-  // The Arm dot product runs beside Highway's best target (for the other operations).
-  if (DetectedArmTarget() == ArmTarget::kNeonDotprod && name == ArmTargetName(ArmTarget::kNeonDotprod)) {
-    hwy::SetSupportedTargetsForTest(0);
-    forced_arm_target = static_cast<int>(ArmTarget::kNeonDotprod);
-    return true;
+  // The Arm matrix kernels run beside Highway's best target (for the other operations).
+  for (ArmTarget t : ArmMatrixTargets()) {
+    if (name == ArmTargetName(t)) {
+      hwy::SetSupportedTargetsForTest(0);
+      forced_arm_target = static_cast<int>(t);
+      return true;
+    }
   }
   for (int64_t t : targets) {
     if (name == hwy::TargetName(t)) {

@@ -20,9 +20,20 @@ constexpr size_t kTokens = 2;  // 16 on AArch32
 
 // One block's dot of 4 rows with one token's 32 quantized activations: group g of the weights
 // (rows 0-3 x elements 4g..4g+3) against the activations' group g broadcast (by-element sdot).
-inline int32x4_t BlockDot(const int8x16_t w[8], const int8_t* xq) {
-  const int8x16_t x0 = vld1q_s8(xq), x1 = vld1q_s8(xq + 16);
+inline int32x4_t BlockDot(const int8x16_t w[8], const int8x16_t x0, const int8x16_t x1) {
   int32x4_t d = vdupq_n_s32(0);
+#if defined(__aarch64__)
+  // The by-element form indexes all four 32-bit lanes of a 128-bit register: no half extraction.
+  d = vdotq_laneq_s32(d, w[0], x0, 0);
+  d = vdotq_laneq_s32(d, w[1], x0, 1);
+  d = vdotq_laneq_s32(d, w[2], x0, 2);
+  d = vdotq_laneq_s32(d, w[3], x0, 3);
+  d = vdotq_laneq_s32(d, w[4], x1, 0);
+  d = vdotq_laneq_s32(d, w[5], x1, 1);
+  d = vdotq_laneq_s32(d, w[6], x1, 2);
+  d = vdotq_laneq_s32(d, w[7], x1, 3);
+#else
+  // AArch32: the halves of a q register are d registers already.
   d = vdotq_lane_s32(d, w[0], vget_low_s8(x0), 0);
   d = vdotq_lane_s32(d, w[1], vget_low_s8(x0), 1);
   d = vdotq_lane_s32(d, w[2], vget_high_s8(x0), 0);
@@ -31,7 +42,11 @@ inline int32x4_t BlockDot(const int8x16_t w[8], const int8_t* xq) {
   d = vdotq_lane_s32(d, w[5], vget_low_s8(x1), 1);
   d = vdotq_lane_s32(d, w[6], vget_high_s8(x1), 0);
   d = vdotq_lane_s32(d, w[7], vget_high_s8(x1), 1);
+#endif
   return d;
+}
+inline int32x4_t BlockDot(const int8x16_t w[8], const int8_t* xq) {
+  return BlockDot(w, vld1q_s8(xq), vld1q_s8(xq + 16));
 }
 
 // The 8 group vectors of block b of a panel (q8_0: as stored; q4_0: nibbles shifted to 16 * w).
@@ -65,11 +80,40 @@ inline void LoadBlock(const uint8_t* q, size_t b, int8x16_t w[8]) {
   }
 }
 
+// The next block's group vectors of a panel, moving `q` past them (each 64-byte load then
+// post-increments the pointer: no address arithmetic per panel and block).
+template <bool kQ4>
+inline void LoadNext(const uint8_t*& q, int8x16_t w[8]) {
+#if defined(__aarch64__)
+  if constexpr (kQ4) {
+    const uint8x16x4_t v = vld1q_u8_x4(q);
+    q += 64;
+    for (int j = 0; j < 4; ++j) {
+      w[j] = vreinterpretq_s8_u8(vshlq_n_u8(v.val[j], 4));
+      w[j + 4] = vreinterpretq_s8_u8(vandq_u8(v.val[j], vdupq_n_u8(0xF0)));
+    }
+  } else {
+    const int8x16x4_t lo = vld1q_s8_x4(reinterpret_cast<const int8_t*>(q));
+    q += 64;
+    const int8x16x4_t hi = vld1q_s8_x4(reinterpret_cast<const int8_t*>(q));
+    q += 64;
+    for (int g = 0; g < 4; ++g) {
+      w[g] = lo.val[g];
+      w[g + 4] = hi.val[g];
+    }
+  }
+#else
+  LoadBlock<kQ4>(q, 0, w);
+  q += kQ4 ? 64 : 128;
+#endif
+}
+
 // kP panels (4 kP rows) x kT tokens: each activation block is loaded once for the kP panels and
 // each weight block once for the kT tokens. Every (row, token) output goes through the same
 // instructions whatever kP and kT are.
 template <bool kQ4, size_t kP, size_t kT>
-void Panels(const ArmDotJob& job, const uint8_t* panel, const uint8_t* const* rec, float32x4_t (*acc)[kT]) {
+void Panels(const ArmDotJob& job, const uint8_t* panel, const uint8_t* const* rec, float32x4_t (*out)[kT]) {
+  float32x4_t acc[kP][kT];  // local: through `out` the compiler would store them every block
   for (size_t p = 0; p < kP; ++p)
     for (size_t t = 0; t < kT; ++t) acc[p][t] = vdupq_n_f32(0.0f);
   for (size_t b = 0; b < job.blocks; ++b) {
@@ -92,6 +136,8 @@ void Panels(const ArmDotJob& job, const uint8_t* panel, const uint8_t* const* re
       }
     }
   }
+  for (size_t p = 0; p < kP; ++p)
+    for (size_t t = 0; t < kT; ++t) out[p][t] = acc[p][t];
 }
 
 template <bool kQ4, size_t kP, size_t kT>
@@ -109,38 +155,80 @@ void Store(const ArmDotJob& job, size_t r0, size_t t0, size_t nt, float32x4_t (*
   }
 }
 
+// One token x kP panels (4 kP rows): the decode step's products (the tied head most of all). Each
+// panel's weights and scales are read through a pointer of its own that only moves forward, the
+// token's block is loaded once for the kP panels, and the float steps per row and block are those
+// of Panels (one scale multiply per panel and block).
+template <bool kQ4, size_t kP>
+void OneToken(const ArmDotJob& job, const uint8_t* panel, const uint8_t* rec, float32x4_t* out) {
+  const uint8_t* q[kP];
+  const float* dw[kP];
+  float32x4_t acc[kP];
+  for (size_t p = 0; p < kP; ++p) {
+    q[p] = panel + p * job.panel_bytes + job.scale_bytes;
+    dw[p] = reinterpret_cast<const float*>(panel + p * job.panel_bytes);
+    acc[p] = vdupq_n_f32(0.0f);
+  }
+  const int8_t* xq = reinterpret_cast<const int8_t*>(rec);
+  const uint8_t* dx_at = rec + job.d8_offset;
+  for (size_t b = 0; b < job.blocks; ++b) {
+    const int8x16_t x0 = vld1q_s8(xq + 32 * b), x1 = vld1q_s8(xq + 32 * b + 16);
+    float dx;
+    __builtin_memcpy(&dx, dx_at + 32 * b, 4);
+    for (size_t p = 0; p < kP; ++p) {
+      int8x16_t w[8];
+      LoadNext<kQ4>(q[p], w);
+      int32x4_t d = BlockDot(w, x0, x1);
+      if constexpr (kQ4) d = vshrq_n_s32(d, 4);
+      const float32x4_t s = vmulq_n_f32(vld1q_f32(dw[p]), dx);
+      dw[p] += 4;
+      acc[p] = vfmaq_f32(acc[p], vcvtq_f32_s32(d), s);
+    }
+  }
+  for (size_t p = 0; p < kP; ++p) out[p] = acc[p];
+}
+
+template <bool kQ4, size_t kP>
+void OneTokenAndStore(const ArmDotJob& job, size_t p0, size_t t) {
+  float32x4_t acc[kP];
+  OneToken<kQ4, kP>(job, job.panels + p0 * job.panel_bytes, job.packed + t * job.packed_stride, acc);
+  for (size_t p = 0; p < kP; ++p) {
+    const size_t rp = 4 * (p0 + p);
+    float* y = job.y + t * job.y_stride + rp;
+    if (job.rows - rp >= 4) {
+      vst1q_f32(y, acc[p]);
+    } else {
+      float out[4];
+      vst1q_f32(out, acc[p]);
+      for (size_t r = 0; r < job.rows - rp; ++r) y[r] = out[r];
+    }
+  }
+}
+
+#if defined(__aarch64__)
+constexpr size_t kDecodePanels = 4;  // 16 rows per pass: the token's block is loaded once for them
+#else
+constexpr size_t kDecodePanels = 2;  // 16 q registers on AArch32
+#endif
+
 template <bool kQ4>
 void Run(const ArmDotJob& job) {
   const size_t panels = (job.rows + 3) / 4;
   const size_t full = job.tokens / kTokens * kTokens;  // tokens in whole tiles
-  for (size_t p = 0; p < panels;) {
-#if defined(__aarch64__)
-    const size_t np = p + 1 < panels ? 2 : 1;  // the token tail (decode: all of it) takes 2 panels
-#else
-    const size_t np = 1;
-#endif
-    for (size_t q = p; q < p + np; ++q) {
-      for (size_t t0 = 0; t0 < full; t0 += kTokens) {
-        const uint8_t* rec[kTokens];
-        for (size_t t = 0; t < kTokens; ++t) rec[t] = job.packed + (t0 + t) * job.packed_stride;
-        float32x4_t acc[1][kTokens];
-        Panels<kQ4, 1, kTokens>(job, job.panels + q * job.panel_bytes, rec, acc);
-        Store<kQ4, 1, kTokens>(job, 4 * q, t0, kTokens, acc);
-      }
+  for (size_t p = 0; p < panels; ++p) {
+    for (size_t t0 = 0; t0 < full; t0 += kTokens) {
+      const uint8_t* rec[kTokens];
+      for (size_t t = 0; t < kTokens; ++t) rec[t] = job.packed + (t0 + t) * job.packed_stride;
+      float32x4_t acc[1][kTokens];
+      Panels<kQ4, 1, kTokens>(job, job.panels + p * job.panel_bytes, rec, acc);
+      Store<kQ4, 1, kTokens>(job, 4 * p, t0, kTokens, acc);
     }
-    for (size_t t0 = full; t0 < job.tokens; ++t0) {
-      const uint8_t* rec = job.packed + t0 * job.packed_stride;
-      if (np == 2) {
-        float32x4_t acc[2][1];
-        Panels<kQ4, 2, 1>(job, job.panels + p * job.panel_bytes, &rec, acc);
-        Store<kQ4, 2, 1>(job, 4 * p, t0, 1, acc);
-      } else {
-        float32x4_t acc[1][1];
-        Panels<kQ4, 1, 1>(job, job.panels + p * job.panel_bytes, &rec, acc);
-        Store<kQ4, 1, 1>(job, 4 * p, t0, 1, acc);
-      }
-    }
-    p += np;
+  }
+  // The token tail (decode: all of it), kDecodePanels panels at a time, then 1.
+  for (size_t t = full; t < job.tokens; ++t) {
+    size_t p = 0;
+    for (; p + kDecodePanels <= panels; p += kDecodePanels) OneTokenAndStore<kQ4, kDecodePanels>(job, p, t);
+    for (; p < panels; ++p) OneTokenAndStore<kQ4, 1>(job, p, t);
   }
 }
 

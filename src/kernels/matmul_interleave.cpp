@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kernels/matmul.h"
 #include "kernels/matmul_arm_dot.h"
@@ -91,6 +92,21 @@ void MatMulArmDot(const KernelMatrix& w, const Activations& a, float* y, size_t 
   job.y = y + row_begin;
   job.y_stride = y_stride;
   job.rows = row_end - row_begin;
+#if defined(FGEMMA_ARM_I8MM)
+  // Token pairs take smmla, an odd last token sdot (the same bits either way).
+  if (ArmI8mmActive() && job.tokens >= 2) {
+    thread_local std::vector<uint8_t> pairs;
+    pairs.resize(ArmI8mmPairBytes(job.blocks, job.tokens) + 16);
+    uint8_t* aligned = pairs.data() + (16 - reinterpret_cast<uintptr_t>(pairs.data()) % 16) % 16;
+    ArmDotJob even = job;
+    even.tokens = job.tokens / 2 * 2;
+    ArmI8mmMatMul(even, aligned);
+    if (even.tokens == job.tokens) return;
+    job.packed += even.tokens * job.packed_stride;
+    job.y += even.tokens * y_stride;
+    job.tokens -= even.tokens;
+  }
+#endif
   ArmDotMatMul(job);
 }
 #else

@@ -90,6 +90,9 @@ PanelFormat ActivePanelFormat();
 // The Arm dot-product kernels run (Arm builds on CPUs with the dot product; kernels/cpu_features.h
 // and SetKernelTarget decide).
 bool ArmDotActive();
+// ... and multi-token products take aarch64's smmla (i8mm) over the same panels (the NEON_I8MM
+// target): the running target's panels are the same with and without it.
+bool ArmI8mmActive();
 // MatMul on a matrix in the Arm panel layout, row_begin a multiple of kArmPanelRows, a.packed set.
 void MatMulArmDot(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                   size_t row_end);

@@ -1,6 +1,8 @@
 // Highway implementations of vec.h.
 #include "kernels/simd_config.h"
 
+#include <limits>
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/vec.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -48,6 +50,29 @@ void ScaleImpl(float* y, float s, size_t n) {
   for (; i < n; ++i) y[i] *= s;
 }
 
+// A compare and select rather than Max: targets' max instructions differ on NaN (x86 returns the
+// second operand), and a NaN must never hide a lane's other values.
+float MaxValueImpl(const float* x, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  auto m0 = hn::Set(d, -std::numeric_limits<float>::infinity()), m1 = m0, m2 = m0, m3 = m0;
+  auto fold = [&](decltype(m0) m, const float* p) {
+    const auto v = hn::LoadU(d, p);
+    return hn::IfThenElse(hn::Gt(v, m), v, m);
+  };
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    m0 = fold(m0, x + i);
+    m1 = fold(m1, x + i + N);
+    m2 = fold(m2, x + i + 2 * N);
+    m3 = fold(m3, x + i + 3 * N);
+  }
+  for (; i + N <= n; i += N) m0 = fold(m0, x + i);
+  float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
 // gate[i] = 0.5 * g * (1 + tanh(sqrt(2/pi) * (g + 0.044715 g^3))) * up[i], with Highway's
 // vector tanh (max error 4 ulp in float32).
 void GeluTanhMulImpl(float* gate, const float* up, size_t n) {
@@ -85,10 +110,12 @@ HWY_EXPORT(DotImpl);
 HWY_EXPORT(AddScaledImpl);
 HWY_EXPORT(ScaleImpl);
 HWY_EXPORT(GeluTanhMulImpl);
+HWY_EXPORT(MaxValueImpl);
 
 float Dot(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(DotImpl)(a, b, n); }
 void AddScaled(float* y, const float* x, float s, size_t n) { HWY_DYNAMIC_DISPATCH(AddScaledImpl)(y, x, s, n); }
 void Scale(float* y, float s, size_t n) { HWY_DYNAMIC_DISPATCH(ScaleImpl)(y, s, n); }
 void GeluTanhMul(float* gate, const float* up, size_t n) { HWY_DYNAMIC_DISPATCH(GeluTanhMulImpl)(gate, up, n); }
+float MaxValue(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(MaxValueImpl)(x, n); }
 }  // namespace fgemma
 #endif  // HWY_ONCE

@@ -15,5 +15,8 @@ void Scale(float* y, float s, size_t n);
 // gate[i] = gelu_tanh(gate[i]) * up[i] (vector tanh, <= 4 ulp; GeluTanhMulReference in ops.h is
 // the scalar reference).
 void GeluTanhMul(float* gate, const float* up, size_t n);
+// The largest of the values of x[0..n) that are not NaN (-inf if none): the LM head's arg-max
+// skips a block of logits whose largest is below the best so far (a NaN never wins its `>`).
+float MaxValue(const float* x, size_t n);
 
 }  // namespace fgemma

@@ -13,7 +13,7 @@
 
 namespace fgemma {
 
-PreparedWeights PrepareWeights(std::span<KernelMatrix* const> matrices) {
+PreparedWeights PrepareWeights(std::span<KernelMatrix* const> matrices, int threads) {
   PreparedWeights prepared;
   // FGEMMA_INTERLEAVE=0 keeps the stored layout (for comparisons: its kernels then run).
   if (const char* env = std::getenv("FGEMMA_INTERLEAVE"); env != nullptr && std::string(env) == "0") return prepared;
@@ -39,7 +39,8 @@ PreparedWeights PrepareWeights(std::span<KernelMatrix* const> matrices) {
   prepared.bytes_ = total;
   prepared.layout_ = "interleaved";
   for (auto [m, offset] : views) m->repacked = static_cast<uint8_t*>(buffer) + offset;
-  // Filling it is mostly first-touch page faults (zeroing fresh pages): two threads share chunks
+  // Filling it is mostly first-touch page faults (zeroing fresh pages): two threads (unless told
+  // one) share chunks
   // of 4096 rows (whole panels, so each chunk is a RowSlice with its own part of the copy).
   struct Chunk {
     const KernelMatrix* m;
@@ -57,6 +58,10 @@ PreparedWeights PrepareWeights(std::span<KernelMatrix* const> matrices) {
       ReleaseMappedPages(slice.data, slice.bytes());
     }
   };
+  if (threads <= 1) {
+    fill(0, 1);
+    return prepared;
+  }
   std::thread helper(fill, 1, 2);
   fill(0, 2);
   helper.join();

@@ -15,6 +15,9 @@
 
 namespace fgemma {
 
+class PreparedWeights;
+PreparedWeights PrepareWeights(std::span<KernelMatrix* const> matrices, int threads = 2);  // below
+
 // Owns the repacked copies PrepareWeights made. Keep it alive while the matrices are in use.
 class PreparedWeights {
  public:
@@ -27,7 +30,10 @@ class PreparedWeights {
   const std::string& layout() const { return layout_; }
 
  private:
-  friend PreparedWeights PrepareWeights(std::span<KernelMatrix* const> matrices);
+  friend // `threads` (1 or 2) fill the copies: 2 overlap the first-touch page faults; 1 keeps the work on
+// the calling thread (a one-thread run stays one thread, and an instruction count under qemu-user,
+// whose counter is not atomic across guest threads, stays exact: scripts/arm-cost.sh).
+PreparedWeights PrepareWeights(std::span<KernelMatrix* const> matrices, int threads);
   std::shared_ptr<void> buffer_;
   size_t bytes_ = 0;
   std::string layout_;
@@ -41,6 +47,9 @@ class PreparedWeights {
 // keeps every matrix in the stored layout (for comparisons). Call it once per set of matrices,
 // before any kernel reads them. Never fails: without memory for the copies, the stored layout is
 // used.
-PreparedWeights PrepareWeights(std::span<KernelMatrix* const> matrices);
+// `threads` (1 or 2) fill the copies: 2 overlap the first-touch page faults; 1 keeps the work on
+// the calling thread (a one-thread run stays one thread, and an instruction count under qemu-user,
+// whose counter is not atomic across guest threads, stays exact: scripts/arm-cost.sh).
+PreparedWeights PrepareWeights(std::span<KernelMatrix* const> matrices, int threads);
 
 }  // namespace fgemma

@@ -124,12 +124,12 @@ Result<std::unique_ptr<Model>> Model::Assemble(const ModelConfig& config, const 
   return model;
 }
 
-void Model::PrepareForKernels() {
+void Model::PrepareForKernels(int threads) {
   std::vector<KernelMatrix*> matrices = {&embedding_};
   for (auto& L : layers_) {
     for (KernelMatrix* m : L.Projections()) matrices.push_back(m);
   }
-  prepared_ = PrepareWeights(matrices);
+  prepared_ = PrepareWeights(matrices, threads);
 }
 
 std::string Model::weight_type_name() const {
@@ -213,7 +213,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const ModelL
   if (!FileExists(path)) return NotFound(path + ": no such file or directory");
   auto model = EndsWith(path, ".gguf") ? LoadGgufModel(path) : LoadSafetensors(path);
   if (!model.ok()) return model.status().WithContext("loading " + path);
-  if (options.prepare_for_kernels) model.value()->PrepareForKernels();
+  if (options.prepare_for_kernels) model.value()->PrepareForKernels(options.prepare_threads);
   return model;
 }
 
@@ -221,7 +221,7 @@ Result<std::unique_ptr<Model>> Model::FromGguf(std::shared_ptr<const GgufFile> f
   const std::string name = file->name();
   auto model = LoadGgufModel(std::move(file));
   if (!model.ok()) return model.status().WithContext("loading " + name);
-  if (options.prepare_for_kernels) model.value()->PrepareForKernels();
+  if (options.prepare_for_kernels) model.value()->PrepareForKernels(options.prepare_threads);
   return model;
 }
 

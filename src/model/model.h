@@ -59,6 +59,8 @@ struct ModelLoadOptions {
   // Hand the matrices to the kernels (PrepareWeights), which may repack them for the running SIMD
   // target. Writers that only read the stored tensors (convert) pass false.
   bool prepare_for_kernels = true;
+  // Threads that fill the repacked copies (PrepareWeights: 1 or 2).
+  int prepare_threads = 2;
 };
 
 // Where a loader finds tensors: returns the stored view for a spec, or an error naming the tensor.
@@ -108,7 +110,7 @@ class Model {
   Model() = default;
   // Hands the embedding (the largest matrix of every decode step, as the head) and the projections
   // to the kernels. Load does it once, before any Session exists.
-  void PrepareForKernels();
+  void PrepareForKernels(int threads);
 
   ModelConfig config_;
   KernelMatrix embedding_;

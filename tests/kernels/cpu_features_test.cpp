@@ -51,11 +51,23 @@ TEST(ArmFeatures, ChoosesTheBestTargetAndOverridesLowerIt) {
     EXPECT_EQ(ChooseArmTarget(a64, dot, ""), ArmTarget::kNeonDotprod);
     EXPECT_EQ(ChooseArmTarget(a64, dot, "bogus"), ArmTarget::kNeonDotprod);
   }
+  // i8mm (smmla) is a target of its own on aarch64 with the dot product; overrides lower it, never
+  // raise to it; AArch32 has no smmla kernel, so its i8mm CPUs get the dot product.
+  const ArmFeatures mm{true, true, true}, mm_no_dot{true, false, true};
+  EXPECT_EQ(ChooseArmTarget(true, mm, nullptr), ArmTarget::kNeonI8mm);
+  EXPECT_EQ(ChooseArmTarget(true, mm, "NEON_I8MM"), ArmTarget::kNeonI8mm);
+  EXPECT_EQ(ChooseArmTarget(true, mm, "NEON_DOTPROD"), ArmTarget::kNeonDotprod);
+  EXPECT_EQ(ChooseArmTarget(true, mm, "NEON"), ArmTarget::kNeon);
+  EXPECT_EQ(ChooseArmTarget(true, mm_no_dot, nullptr), ArmTarget::kNeon);
+  EXPECT_EQ(ChooseArmTarget(true, dot, "NEON_I8MM"), ArmTarget::kNeonDotprod);
+  EXPECT_EQ(ChooseArmTarget(false, mm, nullptr), ArmTarget::kNeonDotprod);
+  EXPECT_EQ(ChooseArmTarget(false, mm, "NEON_I8MM"), ArmTarget::kNeonDotprod);
   // Raising is refused on aarch64 (the hwcaps are reliable there) and allowed on AArch32 (qemu-arm
   // -cpu max runs vsdot without reporting it).
   EXPECT_EQ(ChooseArmTarget(true, neon, "NEON_DOTPROD"), ArmTarget::kNeon);
   EXPECT_EQ(ChooseArmTarget(false, neon, "NEON_DOTPROD"), ArmTarget::kNeonDotprod);
   EXPECT_STREQ(ArmTargetName(ArmTarget::kNeonDotprod), "NEON_DOTPROD");
+  EXPECT_STREQ(ArmTargetName(ArmTarget::kNeonI8mm), "NEON_I8MM");
   EXPECT_STREQ(ArmTargetName(ArmTarget::kNeon), "NEON");
   EXPECT_STREQ(ArmTargetName(ArmTarget::kNone), "");
 }
@@ -68,12 +80,14 @@ TEST(ArmFeatures, RunningTargetIsReported) {
 #endif
   const char* env = std::getenv("FGEMMA_ARM_TARGET");
   std::printf("arm target: '%s' (FGEMMA_ARM_TARGET=%s), kernels %s\n", ArmTargetName(t), env ? env : "", KernelTargetName());
-  if (t == ArmTarget::kNeonDotprod) {
-    EXPECT_STREQ(KernelTargetName(), "NEON_DOTPROD");
+  if (t == ArmTarget::kNeonDotprod || t == ArmTarget::kNeonI8mm) {
+    EXPECT_STREQ(KernelTargetName(), ArmTargetName(t));
   } else {
     EXPECT_STRNE(KernelTargetName(), "NEON_DOTPROD");
+    EXPECT_STRNE(KernelTargetName(), "NEON_I8MM");
   }
-  if (env != nullptr && std::string(env) == "NEON") EXPECT_NE(t, ArmTarget::kNeonDotprod);
+  if (env != nullptr && std::string(env) == "NEON") EXPECT_TRUE(t == ArmTarget::kNeon || t == ArmTarget::kNone);
+  if (env != nullptr && std::string(env) == "NEON_DOTPROD") EXPECT_NE(t, ArmTarget::kNeonI8mm);
 }
 
 }  // namespace

@@ -396,7 +396,8 @@ TEST_P(TargetTest, InterleavedWeights) {
     for (size_t cols : {32, 64, 96, 640, 2048}) {
       for (const auto& rs : rows_slices) {
         const size_t rows = rs[0].first;
-        for (size_t tokens : {1, 3, 8, 9, 17}) {
+        // smmla (NEON_I8MM) takes token pairs 4 at a time: tails of 1-3 pairs and an odd token.
+        for (size_t tokens : {1, 2, 3, 6, 8, 9, 14, 17}) {
           if (cols >= 640 && rows * tokens > 300) continue;  // keep the reference cheap
           const auto slice = rs[1 + i % 2];
           ++i;
@@ -541,6 +542,21 @@ TEST_P(TargetTest, PrepareWeightsRepacksWhatTheTargetReads) {
       LookupRow(*m, r, got.data());
       ASSERT_EQ(got, want) << DTypeName(m->dtype) << " row " << r;
     }
+  }
+}
+
+// One filling thread (a one-thread run, exact qemu instruction counts) makes the same copies as two.
+TEST(PrepareWeights, OneThreadEqualsTwo) {
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0}) {
+    std::mt19937 rng1(6), rng2(6);
+    Weights a = MakeWeights(dtype, 4096 + 37, 64, 0, rng1), b = MakeWeights(dtype, 4096 + 37, 64, 0, rng2);
+    KernelMatrix* ma[] = {&a.view};
+    KernelMatrix* mb[] = {&b.view};
+    const PreparedWeights one = PrepareWeights(ma, 1), two = PrepareWeights(mb, 2);
+    ASSERT_EQ(one.repacked_bytes(), two.repacked_bytes());
+    if (one.repacked_bytes() == 0) GTEST_SKIP() << KernelTargetName() << " repacks nothing";
+    const size_t bytes = InterleavedWeightBytes(a.view);
+    ASSERT_EQ(std::memcmp(a.view.repacked, b.view.repacked, bytes), 0) << DTypeName(dtype);
   }
 }
 

@@ -2,6 +2,7 @@
 // summation order); AddScaled and Scale are one rounding per element, exact up to FMA vs mul+add.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -52,6 +53,33 @@ TEST_P(VecTest, AddScaledAndScale) {
     std::vector<float> z = y0;
     Scale(z.data() + 1, -1.5f, n);
     for (size_t i = 0; i < n + 2; ++i) EXPECT_EQ(z[i], (i == 0 || i > n) ? y0[i] : y0[i] * -1.5f) << i;
+  }
+}
+
+// MaxValue: the exact largest at every size and offset (-inf when empty), NaNs ignored wherever
+// they are (the LM head's skip test must never miss a value above the best so far).
+TEST_P(VecTest, MaxValue) {
+  std::mt19937 rng(7);
+  for (size_t n : kSizes) {
+    for (size_t offset = 0; offset < 3; ++offset) {
+      std::vector<float> x = RandomNormal(n + offset, rng);
+      float want = -INFINITY;
+      for (size_t i = offset; i < n + offset; ++i) want = std::max(want, x[i]);
+      EXPECT_EQ(MaxValue(x.data() + offset, n), want) << "n=" << n;
+      if (n == 0) continue;
+      x[offset + (n * 7) % n] = 1e30f;  // the largest anywhere, also in a tail
+      EXPECT_EQ(MaxValue(x.data() + offset, n), 1e30f) << "n=" << n;
+      x[offset + (n * 7) % n] = want;
+      x[offset + n / 2] = NAN;
+      float others = -INFINITY;
+      for (size_t i = offset; i < n + offset; ++i)
+        if (!std::isnan(x[i])) others = std::max(others, x[i]);
+      const float got = MaxValue(x.data() + offset, n);
+      EXPECT_EQ(got, others) << "n=" << n;
+      std::vector<float> nan_first(n, NAN);
+      nan_first[n - 1] = 3.0f;
+      EXPECT_EQ(MaxValue(nan_first.data(), n), 3.0f) << "n=" << n;
+    }
   }
 }
 

@@ -45,7 +45,11 @@ int RunBench(const BenchArgs& a) {
     return c.clients.empty() ? RunCallBench(c) : RunClientsBench(c);
   }
   const double t0 = NowSeconds();
-  auto model = Model::Load(a.model);
+  // --threads 1 repacks on this thread too: the whole run is one thread (exact instruction counts
+  // under qemu-user, scripts/arm-cost.sh).
+  ModelLoadOptions mo;
+  mo.prepare_threads = a.threads == 1 ? 1 : 2;
+  auto model = Model::Load(a.model, mo);
   if (!model.ok()) return Fail(model.status().ToString());
   std::shared_ptr<const Model> m(std::move(model).value());
   const size_t max_ctx = std::max(*std::max_element(a.decode_contexts.begin(), a.decode_contexts.end()),

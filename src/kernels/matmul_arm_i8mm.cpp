@@ -1,0 +1,170 @@
+// smmla (i8mm) kernels for aarch64 over the 4-row dot-product panels of matmul_internal.h, for
+// products of two or more tokens (prefill, batches). Compiled with -march=armv8.2-a+dotprod+i8mm
+// (src/CMakeLists.txt) and called only on the NEON_I8MM target (kernels/cpu_features.h).
+//
+// smmla multiplies a 2x8 int8 matrix (two rows' 8 consecutive values) by the transpose of another
+// (two tokens' 8 values) into a 2x2 int32 tile. The panels keep the sdot layout (group g of 4 values
+// of rows 0-3 in one vector: the decode kernel needs it, and a second copy would double the
+// weights' memory); two groups zipped in registers give the rows' 8-value operands, once per block
+// for 8 tokens. Per row and token the block's int32 dot is exact whatever the order of its products,
+// and the float steps are those of matmul_arm_dot.cpp:
+//   y = fold over blocks b: y = fma(float(int32 dot_b), float(dw_b * dx_b), y), from 0,
+// so a batch equals one token at a time (whose single tokens take sdot), and a row slice the whole.
+#include "kernels/matmul_arm_dot.h"
+
+#if defined(FGEMMA_ARM_I8MM)
+#include <arm_neon.h>
+
+namespace fgemma::kernels_internal {
+namespace {
+
+// Token pairs per pass over a panel: 8 zipped weights + 8 tile sums + 4 activations in registers
+// (fewer instructions per smmla than 3 pairs for both types, though GCC spills a little).
+template <bool kQ4>
+constexpr size_t kPairs = 4;
+
+// Block b's region holds, for each pair j of tokens (2j, 2j + 1), 4 vectors {t0 values 8c..8c+7,
+// t1 values 8c..8c+7} (c = 0..3), then for each pair its scales {dx_t0, dx_t1, dx_t0, dx_t1} (the
+// lanes of a 2x2 tile {r0t0, r0t1, r1t0, r1t1}). A tile's pairs are adjacent: one pointer walks it.
+void InterleavePairs(const ArmDotJob& job, uint8_t* pairs) {
+  const size_t npairs = job.tokens / 2, region = npairs * 80;
+  for (size_t j = 0; j < npairs; ++j) {
+    const uint8_t* r0 = job.packed + 2 * j * job.packed_stride;
+    const uint8_t* r1 = r0 + job.packed_stride;
+    const int8_t* x0 = reinterpret_cast<const int8_t*>(r0);
+    const int8_t* x1 = reinterpret_cast<const int8_t*>(r1);
+    for (size_t b = 0; b < job.blocks; ++b) {
+      int8_t* out = reinterpret_cast<int8_t*>(pairs + b * region + 64 * j);
+      const int64x2_t a0 = vreinterpretq_s64_s8(vld1q_s8(x0 + 32 * b)), a1 = vreinterpretq_s64_s8(vld1q_s8(x0 + 32 * b + 16));
+      const int64x2_t b0 = vreinterpretq_s64_s8(vld1q_s8(x1 + 32 * b)), b1 = vreinterpretq_s64_s8(vld1q_s8(x1 + 32 * b + 16));
+      vst1q_s8(out, vreinterpretq_s8_s64(vzip1q_s64(a0, b0)));
+      vst1q_s8(out + 16, vreinterpretq_s8_s64(vzip2q_s64(a0, b0)));
+      vst1q_s8(out + 32, vreinterpretq_s8_s64(vzip1q_s64(a1, b1)));
+      vst1q_s8(out + 48, vreinterpretq_s8_s64(vzip2q_s64(a1, b1)));
+      float d[4];
+      __builtin_memcpy(&d[0], r0 + job.d8_offset + 32 * b, 4);
+      __builtin_memcpy(&d[1], r1 + job.d8_offset + 32 * b, 4);
+      d[2] = d[0];
+      d[3] = d[1];
+      __builtin_memcpy(pairs + b * region + npairs * 64 + 16 * j, d, 16);
+    }
+  }
+}
+
+// Block b of a panel as smmla operands: lo[c] = rows 0-1, hi[c] = rows 2-3, values 8c..8c+7 (the
+// q4_0 nibbles shifted to 16 * w as in matmul_arm_dot.cpp: the int32 dot is 16x, shifted back).
+template <bool kQ4>
+inline void LoadTiles(const uint8_t* q, size_t b, int8x16_t lo[4], int8x16_t hi[4]) {
+  int8x16_t w[8];
+  if constexpr (kQ4) {
+    const uint8x16x4_t v = vld1q_u8_x4(q + b * 64);
+    const uint8x16_t part[4] = {v.val[0], v.val[1], v.val[2], v.val[3]};
+    for (int j = 0; j < 4; ++j) {
+      w[j] = vreinterpretq_s8_u8(vshlq_n_u8(part[j], 4));
+      w[j + 4] = vreinterpretq_s8_u8(vandq_u8(part[j], vdupq_n_u8(0xF0)));
+    }
+  } else {
+    const int8_t* p = reinterpret_cast<const int8_t*>(q + b * 128);
+    const int8x16x4_t l = vld1q_s8_x4(p), h = vld1q_s8_x4(p + 64);
+    for (int g = 0; g < 4; ++g) {
+      w[g] = l.val[g];
+      w[g + 4] = h.val[g];
+    }
+  }
+  // Lanes of w[g] are rows 0-3 of group g: zipping groups 2c and 2c + 1 gives row r's values
+  // 8c..8c+7 in 8 consecutive bytes, two rows per vector.
+  for (int c = 0; c < 4; ++c) {
+    const int32x4_t a = vreinterpretq_s32_s8(w[2 * c]), n = vreinterpretq_s32_s8(w[2 * c + 1]);
+    lo[c] = vreinterpretq_s8_s32(vzip1q_s32(a, n));
+    hi[c] = vreinterpretq_s8_s32(vzip2q_s32(a, n));
+  }
+}
+
+// One panel x kP token pairs starting at pair j0: out[2k + t] = rows 0-3 of token 2 (j0 + k) + t.
+// Sums stay local (through `out` they would be stored every block), in the 2x2 tile form smmla
+// gives: the scales are made in that form too ({dw_r0, dw_r0, dw_r1, dw_r1} x {dx_t0, dx_t1, dx_t0,
+// dx_t1}: the same float products dw_r * dx_t), and the tiles are unzipped to rows once at the end.
+template <bool kQ4, size_t kP>
+void Tile(const ArmDotJob& job, const uint8_t* panel, const uint8_t* pairs, size_t j0, float32x4_t* out) {
+  const size_t npairs = job.tokens / 2, region = npairs * 80;
+  float32x4_t acc01[kP], acc23[kP];
+  for (size_t k = 0; k < kP; ++k) acc01[k] = acc23[k] = vdupq_n_f32(0.0f);
+  const int8_t* x = reinterpret_cast<const int8_t*>(pairs + 64 * j0);
+  const float* dx = reinterpret_cast<const float*>(pairs + npairs * 64 + 16 * j0);
+  const uint8_t* q = panel + job.scale_bytes;
+  const float* scales = reinterpret_cast<const float*>(panel);
+  for (size_t b = 0; b < job.blocks; ++b) {
+    int8x16_t lo[4], hi[4];
+    LoadTiles<kQ4>(q, b, lo, hi);
+    const float32x4_t dw = vld1q_f32(scales + 4 * b);
+    const float32x4_t dw01 = vzip1q_f32(dw, dw), dw23 = vzip2q_f32(dw, dw);
+    for (size_t k = 0; k < kP; ++k) {
+      const int8x16x4_t xv = vld1q_s8_x4(x + 64 * k);
+      int32x4_t c01 = vmmlaq_s32(vdupq_n_s32(0), lo[0], xv.val[0]);  // {r0t0, r0t1, r1t0, r1t1}
+      int32x4_t c23 = vmmlaq_s32(vdupq_n_s32(0), hi[0], xv.val[0]);  // rows 2-3
+      for (int c = 1; c < 4; ++c) {
+        c01 = vmmlaq_s32(c01, lo[c], xv.val[c]);
+        c23 = vmmlaq_s32(c23, hi[c], xv.val[c]);
+      }
+      if constexpr (kQ4) {
+        c01 = vshrq_n_s32(c01, 4);
+        c23 = vshrq_n_s32(c23, 4);
+      }
+      const float32x4_t d = vld1q_f32(dx + 4 * k);
+      acc01[k] = vfmaq_f32(acc01[k], vcvtq_f32_s32(c01), vmulq_f32(dw01, d));
+      acc23[k] = vfmaq_f32(acc23[k], vcvtq_f32_s32(c23), vmulq_f32(dw23, d));
+    }
+    x = reinterpret_cast<const int8_t*>(reinterpret_cast<const uint8_t*>(x) + region);
+    dx = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(dx) + region);
+  }
+  for (size_t k = 0; k < kP; ++k) {  // {r0t0, r0t1, r1t0, r1t1}, {r2t0, ...} -> rows 0-3 of t0, of t1
+    out[2 * k] = vreinterpretq_f32_u32(vuzp1q_u32(vreinterpretq_u32_f32(acc01[k]), vreinterpretq_u32_f32(acc23[k])));
+    out[2 * k + 1] = vreinterpretq_f32_u32(vuzp2q_u32(vreinterpretq_u32_f32(acc01[k]), vreinterpretq_u32_f32(acc23[k])));
+  }
+}
+
+template <bool kQ4, size_t kP>
+void TileAndStore(const ArmDotJob& job, size_t panel, const uint8_t* pairs, size_t j0) {
+  float32x4_t acc[2 * kP];
+  Tile<kQ4, kP>(job, job.panels + panel * job.panel_bytes, pairs, j0, acc);
+  const size_t r0 = 4 * panel, n = job.rows - r0 < 4 ? job.rows - r0 : 4;
+  for (size_t i = 0; i < 2 * kP; ++i) {
+    float* y = job.y + (2 * j0 + i) * job.y_stride + r0;
+    if (n == 4) {
+      vst1q_f32(y, acc[i]);
+    } else {
+      float out[4];
+      vst1q_f32(out, acc[i]);
+      for (size_t r = 0; r < n; ++r) y[r] = out[r];
+    }
+  }
+}
+
+template <bool kQ4>
+void Run(const ArmDotJob& job, const uint8_t* pairs) {
+  const size_t panels = (job.rows + 3) / 4, npairs = job.tokens / 2;
+  for (size_t p = 0; p < panels; ++p) {
+    size_t j = 0;
+    for (; j + kPairs<kQ4> <= npairs; j += kPairs<kQ4>) TileAndStore<kQ4, kPairs<kQ4>>(job, p, pairs, j);
+    switch (npairs - j) {
+      case 3: TileAndStore<kQ4, 3>(job, p, pairs, j); break;
+      case 2: TileAndStore<kQ4, 2>(job, p, pairs, j); break;
+      case 1: TileAndStore<kQ4, 1>(job, p, pairs, j); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace
+
+void ArmI8mmMatMul(const ArmDotJob& job, uint8_t* pairs) {
+  InterleavePairs(job, pairs);
+  if (job.q4) {
+    Run<true>(job, pairs);
+  } else {
+    Run<false>(job, pairs);
+  }
+}
+
+}  // namespace fgemma::kernels_internal
+#endif  // FGEMMA_ARM_I8MM
