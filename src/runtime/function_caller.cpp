@@ -34,6 +34,7 @@ Result<std::unique_ptr<FunctionCaller>> FunctionCaller::Create(const LoadedModel
   so.threads = options.threads;
   so.context = options.context;
   so.pool = options.pool ? options.pool : SharedThreadPool(options.threads);
+  so.lora = options.lora;
   FGEMMA_TRY(fc->catalog_, Session::Create(fc->model_, so));
   FGEMMA_TRY(fc->work_, Session::Create(fc->model_, so));
   return fc;

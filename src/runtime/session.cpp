@@ -16,6 +16,7 @@ Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> mo
   ForwardOptions fo;
   fo.context = options.context;
   fo.max_batch = options.max_batch;
+  fo.lora = options.lora;
   FGEMMA_TRY(s->forward_, Gemma3Forward::Create(*model, fo, threads));
   FGEMMA_TRY(s->cache_, KvCache::Create(model->config(), s->forward_->context()));
   s->pool_ = options.pool ? options.pool : SharedThreadPool(threads);
@@ -77,6 +78,7 @@ Status Session::Generate(std::span<const int32_t> prompt, size_t max_new, bool s
 
 Status Session::CopyStateFrom(const Session& other) {
   if (other.model_ != model_) return InvalidArgument("cannot copy session state across models");
+  if (other.lora_fingerprint() != lora_fingerprint()) return InvalidArgument("cannot copy session state across LoRA adapters");
   if (other.position_ > context()) return OutOfRange("session state of " + std::to_string(other.position_) + " positions exceeds this session's context");
   cache_.CopyFrom(other.cache_, other.position_);
   position_ = other.position_;

@@ -26,6 +26,8 @@ struct SessionOptions {
   // are set). Null: SharedThreadPool(threads), the one every session of the process with that
   // count shares. Results depend on the thread count only, not on the pool or its other users.
   std::shared_ptr<ThreadPool> pool;
+  // A LoRA adapter applied at run time over the shared base (null = none); see model/lora_adapter.h.
+  std::shared_ptr<const LoraAdapter> lora;
 };
 
 class Session {
@@ -56,6 +58,9 @@ class Session {
   Status JumpWithZeroState(size_t position);
 
   const Model& model() const { return *model_; }
+  // The adapter this session runs with, or null.
+  const LoraAdapter* lora() const { return forward_->lora(); }
+  uint64_t lora_fingerprint() const { return lora() ? lora()->fingerprint() : 0; }
   ThreadPool& pool() const { return *pool_; }
   // Threads of the forward pass; the row blocks of its matrix products, hence the last bits of
   // every result, depend on it (see catalog_cache.h).
