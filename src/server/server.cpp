@@ -430,6 +430,11 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   fo.context = options.context;
   fo.cache_path = options.cache_path;
   fo.trust_content_tokens = options.trust_content_tokens;
+  if (!options.lora.empty()) {
+    FGEMMA_TRY(LoraSpec spec, ParseLoraSpec(options.lora));
+    FGEMMA_TRY(fo.lora, LoraAdapter::Load(spec, loaded.model->config()));
+    FGEMMA_RETURN_IF_ERROR(fo.lora->CheckFits(*loaded.model));
+  }
   FGEMMA_TRY(impl->pool, CallerPool::Create(loaded, fo, options.sessions));
   // Workers well beyond the sessions: requests beyond the pool wait in Acquire (bounded by
   // --max-queue and --queue-timeout-ms) and slow clients, each cut after --read-timeout-s, cannot

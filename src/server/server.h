@@ -36,6 +36,7 @@ struct ServerOptions {
   size_t http_workers = 0;         // 0 = max(64, 8 x sessions)
   std::string cache_path;          // optional catalog cache file for the pool's first session
   bool trust_content_tokens = false;  // FunctionCallerOptions::trust_content_tokens
+  std::string lora;                // one LoRA adapter every session runs with: "DIR[:SCALE]" ("" = none)
 };
 
 class Server {

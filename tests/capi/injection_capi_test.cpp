@@ -50,7 +50,7 @@ Tokenizer* CapiInjectionTest::tokenizer_ = nullptr;
 
 TEST_F(CapiInjectionTest, DefaultsKeepContentAsText) {
   EXPECT_FALSE(fgemma_caller_default_params().trust_content_tokens);
-  EXPECT_EQ(FGEMMA_ABI_VERSION, 2);
+  EXPECT_EQ(FGEMMA_ABI_VERSION, 3);
 }
 
 TEST_F(CapiInjectionTest, EveryTokenInEveryPlaceThroughTheCApi) {
