@@ -184,3 +184,22 @@ TEST(LoraCli, CallWithAnAdapterAndCache) {
 
 }  // namespace
 }  // namespace fgemma
+
+namespace fgemma {
+namespace {
+
+// synth --lora-rank writes an adapter the loader accepts, for all seven projections.
+TEST(LoraCli, SynthWritesAnAdapter) {
+  const std::string dir = test::TempDir();
+  std::string out;
+  ASSERT_EQ(test::RunCommand(Cli() + " synth --config tiny-gqa --seed 4 --lora-rank 16 --out " + dir + "/a", &out), 0) << out;
+  auto model = Model::Load(test::FixturePath("models/tiny-gqa-f32")).value();
+  auto lora = LoraAdapter::Load(dir + "/a", model->config());
+  ASSERT_TRUE(lora.ok()) << lora.status().ToString();
+  EXPECT_EQ(lora.value()->rank(), 16u);
+  EXPECT_EQ(lora.value()->target_modules().size(), 7u);
+  for (size_t i = 0; i < 7; ++i) EXPECT_FALSE(lora.value()->projection(3, i).empty());
+}
+
+}  // namespace
+}  // namespace fgemma
