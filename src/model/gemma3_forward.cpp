@@ -39,7 +39,7 @@ Result<std::unique_ptr<Gemma3Forward>> Gemma3Forward::Create(const Model& model,
   if (options.lora) FGEMMA_RETURN_IF_ERROR(options.lora->CheckFits(model));
   f->lora_ = options.lora;
   f->buf_ = ForwardBuffers::Create(model, f->max_batch_, f->context_, num_threads,
-                                   f->lora_ ? f->lora_->max_layer_rank() : 0);
+                                   f->lora_ ? f->lora_->max_layer_rank() : 0, f->lora_ ? f->lora_->max_group_out() : 0);
   f->rope_ = RopeTables(c, f->max_batch_);
   return f;
 }
@@ -88,7 +88,7 @@ void Gemma3Forward::AttentionBlock(int l, size_t n, size_t start, KvCache& cache
   // Projections: q[n, Q], k[n, KV], v[n, KV].
   MatMulParallel({{&L.q_proj, q, Q}, {&L.k_proj, k, KV}, {&L.v_proj, v, KV}}, xn, n, H, buf_.packed.data(), pool);
   // LoRA: q/k/v += B'(A xn).
-  if (lora_) ApplyLora({{Lora(l, 0), q, Q}, {Lora(l, 1), k, KV}, {Lora(l, 2), v, KV}}, xn, n, H, buf_.lora_u.data(), pool);
+  if (lora_) ApplyLora({{Lora(l, 0), q, Q}, {Lora(l, 1), k, KV}, {Lora(l, 2), v, KV}}, xn, n, H, LoraBuffers(), pool);
   // Per-head q/k RMSNorm, RoPE, and the query scale.
   ForTokens(pool, n, [&](size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; ++t) {
@@ -117,7 +117,7 @@ void Gemma3Forward::AttentionBlock(int l, size_t n, size_t start, KvCache& cache
   float* proj = buf_.proj.data();
   MatMulParallel({{&L.o_proj, proj, H}}, buf_.attn.data(), n, Q, buf_.packed.data(), pool);
   // LoRA: proj += B'(A attn).
-  if (lora_) ApplyLora({{Lora(l, 3), proj, H}}, buf_.attn.data(), n, Q, buf_.lora_u.data(), pool);
+  if (lora_) ApplyLora({{Lora(l, 3), proj, H}}, buf_.attn.data(), n, Q, LoraBuffers(), pool);
   ForTokens(pool, n, [&](size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; ++t) {
       float* p = proj + t * H;
@@ -168,7 +168,7 @@ void Gemma3Forward::MlpBlock(int l, size_t n, ThreadPool& pool) {
   // gate[n, I], up[n, I] in one dispatch.
   MatMulParallel({{&L.gate_proj, gate, I}, {&L.up_proj, up, I}}, xn, n, H, buf_.packed.data(), pool);
   // LoRA: gate/up += B'(A xn).
-  if (lora_) ApplyLora({{Lora(l, 4), gate, I}, {Lora(l, 5), up, I}}, xn, n, H, buf_.lora_u.data(), pool);
+  if (lora_) ApplyLora({{Lora(l, 4), gate, I}, {Lora(l, 5), up, I}}, xn, n, H, LoraBuffers(), pool);
   // gate = gelu_tanh(gate) * up.
   ForTokens(pool, n, [&](size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; ++t) GeluTanhMul(gate + t * I, up + t * I, I);
@@ -176,7 +176,7 @@ void Gemma3Forward::MlpBlock(int l, size_t n, ThreadPool& pool) {
   // proj[n, H] = down_proj(gate).
   MatMulParallel({{&L.down_proj, proj, H}}, gate, n, I, buf_.packed.data(), pool);
   // LoRA: proj += B'(A gate).
-  if (lora_) ApplyLora({{Lora(l, 6), proj, H}}, gate, n, I, buf_.lora_u.data(), pool);
+  if (lora_) ApplyLora({{Lora(l, 6), proj, H}}, gate, n, I, LoraBuffers(), pool);
   // Post-FFN norm and residual: x += post_ffn_norm(proj).
   ForTokens(pool, n, [&](size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; ++t) {

@@ -10,6 +10,7 @@
 #include "model/forward_buffers.h"
 #include "model/kv_cache.h"
 #include "model/lora_adapter.h"
+#include "model/lora_apply.h"
 #include "model/model.h"
 #include "model/rope_tables.h"
 #include "util/status.h"
@@ -56,6 +57,7 @@ class Gemma3Forward {
   void FinalNorm(size_t n);
   // Projection `index` of layer l's adapter, or null without one.
   const LoraProjection* Lora(int l, size_t index) const { return lora_ ? &lora_->projection(l, index) : nullptr; }
+  LoraScratch LoraBuffers() { return {buf_.lora_u.data(), buf_.lora_delta.data()}; }
 
   const Model& model_;
   const ModelConfig& cfg_;

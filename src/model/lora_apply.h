@@ -1,11 +1,9 @@
 // The run-time LoRA update of the forward pass: y += B'(A x) for projections that read the same
 // input (q/k/v; gate/up) or one at a time (o, down), over a batch of tokens, with no allocation.
 //
-// Two steps, each one pool dispatch (inline when the work is too small to share):
-//   1. u[t, k] = dot(A[k, :], x_t)              the "down" projection to the rank, all targets
-//   2. y_t[o] += sum_k u[t, k] * b'[k, o]        the "up" projection, added to the base output
-// Every output is computed in the same order whatever the batch size or the split over threads,
-// so a batch gives the bits of the same tokens one at a time.
+// Two pool dispatches, both on the float32 matrix kernels (register-tiled over tokens in prefill):
+//   1. u[n, R] = x A^T        the "down" projections to the ranks, all targets at once
+//   2. d = u_j B'_j^T, y += d  per target j, each task adding the output columns it computed
 #pragma once
 
 #include <cstddef>
@@ -22,9 +20,14 @@ struct LoraTarget {
   size_t y_stride;
 };
 
-// Adds the updates of `targets` (all reading x[n, x_stride]) to their outputs. `u` is scratch of
-// n * (sum of the targets' ranks) floats.
-void ApplyLora(std::initializer_list<LoraTarget> targets, const float* x, size_t n, size_t x_stride, float* u,
-               ThreadPool& pool);
+// Scratch of the update, sized by the adapter (ForwardBuffers holds it).
+struct LoraScratch {
+  float* u;      // n * (sum of the targets' ranks) floats
+  float* delta;  // n * (sum of the targets' output rows) floats
+};
+
+// Adds the updates of `targets` (all reading x[n, x_stride]) to their outputs.
+void ApplyLora(std::initializer_list<LoraTarget> targets, const float* x, size_t n, size_t x_stride,
+               const LoraScratch& scratch, ThreadPool& pool);
 
 }  // namespace fgemma
