@@ -39,7 +39,7 @@ Result<std::unique_ptr<Gemma3Forward>> Gemma3Forward::Create(const Model& model,
   if (options.lora) FGEMMA_RETURN_IF_ERROR(options.lora->CheckFits(model));
   f->lora_ = options.lora;
   f->buf_ = ForwardBuffers::Create(model, f->max_batch_, f->context_, num_threads,
-                                   f->lora_ ? f->lora_->max_layer_rank() : 0, f->lora_ ? f->lora_->max_group_out() : 0);
+                                   f->lora_ ? f->lora_->max_layer_rank() : 0);
   f->rope_ = RopeTables(c, f->max_batch_);
   return f;
 }

@@ -57,7 +57,7 @@ class Gemma3Forward {
   void FinalNorm(size_t n);
   // Projection `index` of layer l's adapter, or null without one.
   const LoraProjection* Lora(int l, size_t index) const { return lora_ ? &lora_->projection(l, index) : nullptr; }
-  LoraScratch LoraBuffers() { return {buf_.lora_u.data(), buf_.lora_delta.data()}; }
+  float* LoraBuffers() { return buf_.lora_u.data(); }
 
   const Model& model_;
   const ModelConfig& cfg_;

@@ -282,7 +282,7 @@ Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::Load(const std::string& 
 
   uint64_t tensors = 0;
   for (size_t l = 0; l < pairs.size(); ++l) {
-    size_t layer_rank = 0, qkv_rank = 0, gate_up_rank = 0, qkv_out = 0, gate_up_out = 0;
+    size_t layer_rank = 0, qkv_rank = 0, gate_up_rank = 0;
     for (size_t i = 0; i < LayerWeights::kNumProjections; ++i) {
       const Pair& p = pairs[l][i];
       if (p.a == nullptr && p.b == nullptr) continue;
@@ -308,19 +308,18 @@ Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::Load(const std::string& 
       lp.out = out;
       FGEMMA_TRY(lp.a, ToFloat(*p.a, weights_path));
       FGEMMA_TRY(std::vector<float> b, ToFloat(*p.b, weights_path));
-      // b' = s * B, so the update is B'(A x) with no scaling step.
-      for (float& v : b) v *= adapter->scale_;
-      lp.b = std::move(b);
+      // bt = s * B^T: row k holds the k-th column of B, so the update is a sum of r contiguous rows.
+      lp.bt.resize(ac.rank * out);
+      for (size_t o = 0; o < out; ++o) {
+        for (size_t k = 0; k < ac.rank; ++k) lp.bt[k * out + o] = adapter->scale_ * b[o * ac.rank + k];
+      }
       lp.a_matrix = KernelMatrix{{DType::kF32, ac.rank, in, lp.a.data()}, nullptr};
-      lp.b_matrix = KernelMatrix{{DType::kF32, out, ac.rank, lp.b.data()}, nullptr};
       layer_rank += ac.rank;
-      if (i < 3) qkv_rank += ac.rank, qkv_out += out;
-      if (i == 4 || i == 5) gate_up_rank += ac.rank, gate_up_out += out;
-      if (i == 3 || i == 6) adapter->max_group_out_ = std::max(adapter->max_group_out_, out);
+      if (i < 3) qkv_rank += ac.rank;
+      if (i == 4 || i == 5) gate_up_rank += ac.rank;
       tensors += 2;
     }
     adapter->max_layer_rank_ = std::max({adapter->max_layer_rank_, layer_rank, qkv_rank, gate_up_rank});
-    adapter->max_group_out_ = std::max({adapter->max_group_out_, qkv_out, gate_up_out});
   }
   if (tensors == 0) return InvalidArgument(weights_path + ": holds no LoRA tensors");
 
@@ -366,14 +365,14 @@ Status LoraAdapter::CheckFits(const Model& model) const {
 uint64_t LoraAdapter::bytes() const {
   uint64_t n = 0;
   for (const auto& layer : layers_) {
-    for (const LoraProjection& p : layer) n += (p.a.size() + p.b.size()) * sizeof(float);
+    for (const LoraProjection& p : layer) n += (p.a.size() + p.bt.size()) * sizeof(float);
   }
   return n;
 }
 
 void AddLoraRow(const LoraProjection& p, size_t row, float* w_row) {
   for (size_t k = 0; k < p.rank; ++k) {
-    const float c = p.b[row * p.rank + k];
+    const float c = p.bt[k * p.out + row];
     const float* a = p.a.data() + k * p.in;
     for (size_t i = 0; i < p.in; ++i) w_row[i] += c * a[i];
   }

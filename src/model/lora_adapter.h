@@ -5,8 +5,7 @@
 //                                                     use_rslora) times the user's scale
 //
 // Loading copies A and B to float32 (they are small: r x (in + out) per projection) with B already
-// multiplied by s, so the forward pass adds B'(A x) and the merge (convert --lora) adds B'A; both
-// are float32 matrices the kernels multiply like any weight (kernels/matmul.h).
+// multiplied by s, so the forward pass adds B'(A x) and the merge (convert --lora) adds B'A.
 // Anything else PEFT can save is refused with an error naming it: DoRA, modules_to_save, embedding
 // or head adapters, biases, per-module rank/alpha patterns, module names other than the seven
 // projections, shapes that do not match the base, rank 0, missing fields, unreadable files.
@@ -34,9 +33,10 @@ struct LoraProjection {
   size_t in = 0;         // the base matrix's columns
   size_t out = 0;        // the base matrix's rows
   std::vector<float> a;  // [rank, in], A as stored
-  std::vector<float> b;  // [out, rank], B multiplied by the scale s
-  KernelMatrix a_matrix;  // views of a and b for MatMul
-  KernelMatrix b_matrix;
+  std::vector<float> bt;  // [rank, out]: B transposed and multiplied by the scale s, so that the
+                          //   update of a token is a combination of r contiguous rows of `out`
+                          //   values (kernels/vec.h AddRowCombination)
+  KernelMatrix a_matrix;  // a view of `a` for MatMul
   bool empty() const { return rank == 0; }
 };
 
@@ -81,9 +81,7 @@ class LoraAdapter {
   // The largest sum of ranks over the projections that read one input (q/k/v, gate/up), and over
   // all projections of one layer: the forward pass sizes its scratch by it.
   size_t max_layer_rank() const { return max_layer_rank_; }
-  // The largest sum of output rows over the adapted projections that read one input: the forward
-  // pass's scratch for B'(A x) before it is added.
-  size_t max_group_out() const { return max_group_out_; }
+
   // Bytes of the float32 copies of A and B.
   uint64_t bytes() const;
   // Names of the adapted modules ("q_proj", ...) as the config lists them.
@@ -99,7 +97,6 @@ class LoraAdapter {
   float scale_ = 0;
   uint64_t fingerprint_ = 0;
   size_t max_layer_rank_ = 0;
-  size_t max_group_out_ = 0;
   std::vector<std::string> targets_;
   std::vector<std::array<LoraProjection, LayerWeights::kNumProjections>> layers_;
 };

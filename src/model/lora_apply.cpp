@@ -4,28 +4,26 @@
 #include <array>
 
 #include "kernels/matmul.h"
-#include "kernels/ops.h"
+#include "kernels/vec.h"
 #include "model/thread_split.h"
 
 namespace fgemma {
 
-void ApplyLora(std::initializer_list<LoraTarget> targets, const float* x, size_t n, size_t x_stride,
-               const LoraScratch& scratch, ThreadPool& pool) {
-  // The adapted targets (at most three: q/k/v), with where each one's u columns and delta block lie.
+void ApplyLora(std::initializer_list<LoraTarget> targets, const float* x, size_t n, size_t x_stride, float* u,
+               ThreadPool& pool) {
+  // The adapted targets (at most three: q/k/v), with the first column of u each one fills.
   struct Part {
     const LoraProjection* p;
     float* y;
     size_t y_stride;
-    size_t u_offset;      // first column of u
-    float* delta;         // [n, p->out]
+    size_t u_offset;
   };
   std::array<Part, 3> parts;
-  size_t count = 0, R = 0, delta_used = 0;
+  size_t count = 0, R = 0;
   for (const LoraTarget& t : targets) {
     if (t.p == nullptr || t.p->empty()) continue;
-    parts[count++] = {t.p, t.y, t.y_stride, R, scratch.delta + delta_used};
+    parts[count++] = {t.p, t.y, t.y_stride, R};
     R += t.p->rank;
-    delta_used += n * t.p->out;
   }
   if (count == 0 || n == 0) return;
 
@@ -37,11 +35,10 @@ void ApplyLora(std::initializer_list<LoraTarget> targets, const float* x, size_t
     const Part& part = parts[task / chunks];
     const size_t t0 = (task % chunks) * per, t1 = std::min(n, t0 + per);
     const Activations ax{x + t0 * x_stride, x_stride, t1 - t0, nullptr, 0};
-    MatMul(part.p->a_matrix, ax, scratch.u + t0 * R + part.u_offset, R, 0, part.p->rank);
+    MatMul(part.p->a_matrix, ax, u + t0 * R + part.u_offset, R, 0, part.p->rank);
   });
 
-  // Step 2: delta_j = u_j B'_j^T, then y_j += delta_j, by row blocks of every target's output
-  // (a task adds exactly the columns it computed, so tasks never touch the same values).
+  // Step 2: y_t[o] += sum_k u[t, k] bt[k, o], by row blocks of every target's output.
   size_t total_rows = 0;
   for (size_t j = 0; j < count; ++j) total_rows += parts[j].p->out;
   const size_t block = MatMulRowBlock(total_rows, pool.num_threads());
@@ -56,9 +53,10 @@ void ApplyLora(std::initializer_list<LoraTarget> targets, const float* x, size_t
         continue;
       }
       const size_t r0 = task * block, r1 = std::min(out, r0 + block);
-      const Activations au{scratch.u + part.u_offset, R, n, nullptr, 0};
-      MatMul(part.p->b_matrix, au, part.delta, out, r0, r1);
-      for (size_t t = 0; t < n; ++t) AddInPlace(part.y + t * part.y_stride + r0, part.delta + t * out + r0, r1 - r0);
+      for (size_t t = 0; t < n; ++t) {
+        AddRowCombination(part.y + t * part.y_stride + r0, part.p->bt.data() + r0, out, u + t * R + part.u_offset,
+                          part.p->rank, r1 - r0);
+      }
       return;
     }
   });

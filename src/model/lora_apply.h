@@ -1,9 +1,12 @@
 // The run-time LoRA update of the forward pass: y += B'(A x) for projections that read the same
 // input (q/k/v; gate/up) or one at a time (o, down), over a batch of tokens, with no allocation.
 //
-// Two pool dispatches, both on the float32 matrix kernels (register-tiled over tokens in prefill):
-//   1. u[n, R] = x A^T        the "down" projections to the ranks, all targets at once
-//   2. d = u_j B'_j^T, y += d  per target j, each task adding the output columns it computed
+// Two pool dispatches:
+//   1. u[n, R] = x A^T       the "down" projections to the ranks, all targets at once (the float32
+//                            matrix kernels, register-tiled over tokens in prefill)
+//   2. y_t += u_t B'^T       by row blocks of every target's output: each y value takes its r
+//                            fused multiply-adds in rank order (kernels/vec.h AddRowCombination),
+//                            the same whatever the batch or the split
 #pragma once
 
 #include <cstddef>
@@ -20,14 +23,9 @@ struct LoraTarget {
   size_t y_stride;
 };
 
-// Scratch of the update, sized by the adapter (ForwardBuffers holds it).
-struct LoraScratch {
-  float* u;      // n * (sum of the targets' ranks) floats
-  float* delta;  // n * (sum of the targets' output rows) floats
-};
-
-// Adds the updates of `targets` (all reading x[n, x_stride]) to their outputs.
-void ApplyLora(std::initializer_list<LoraTarget> targets, const float* x, size_t n, size_t x_stride,
-               const LoraScratch& scratch, ThreadPool& pool);
+// Adds the updates of `targets` (all reading x[n, x_stride]) to their outputs. `u` is scratch of
+// n * (sum of the targets' ranks) floats.
+void ApplyLora(std::initializer_list<LoraTarget> targets, const float* x, size_t n, size_t x_stride, float* u,
+               ThreadPool& pool);
 
 }  // namespace fgemma
