@@ -37,7 +37,8 @@ TEST(LoraServer, SameCallsAsTheCliWithTheAdapter) {
                           o.lora + " 'Turn on the kitchen lights'";
   ASSERT_EQ(test::RunCommand(cmd, &out), 0) << out;
   EXPECT_EQ(j["fgemma"]["calls"], Json::parse(out)["calls"]);
-  EXPECT_EQ(j["fgemma"]["raw"], Json::parse(out)["raw"]);
+  EXPECT_EQ(j["fgemma"].value("text", Json()), Json::parse(out).value("text", Json()));
+  EXPECT_FALSE(j["fgemma"]["calls"].empty());
   server->Stop();
 }
 
