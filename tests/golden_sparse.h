@@ -12,7 +12,8 @@
 
 namespace fgemma::test {
 
-inline void CheckSparseGolden(const std::shared_ptr<const Model>& model, const Json& golden, double tol, int threads) {
+inline void CheckSparseGolden(const std::shared_ptr<const Model>& model, const Json& golden, double tol, int threads,
+                              std::shared_ptr<const LoraAdapter> lora = nullptr) {
   std::vector<int32_t> tokens;
   for (auto& t : golden["tokens"]) tokens.push_back(t.get<int32_t>());
   const size_t vocab = static_cast<size_t>(model->config().vocab_size);
@@ -21,6 +22,7 @@ inline void CheckSparseGolden(const std::shared_ptr<const Model>& model, const J
   o.threads = threads;
   o.context = 1024;
   o.max_batch = 128;
+  o.lora = std::move(lora);
   auto s = Session::Create(model, o).value();
 
   std::vector<size_t> positions;

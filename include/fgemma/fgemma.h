@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define FGEMMA_ABI_VERSION 3
+#define FGEMMA_ABI_VERSION 3 /* 3: draft; lora_path / lora_scale in the session and caller params */
 
 typedef enum fgemma_status {
   FGEMMA_OK = 0,
@@ -98,6 +98,14 @@ typedef struct fgemma_session_params {
   uint32_t n_ctx;     /* positions (0: the model's maximum) */
   uint32_t n_batch;   /* tokens per prefill chunk */
   int32_t n_threads;  /* 0: all cores */
+  /* A PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) applied at run
+   * time over the model's weights (NULL: none); read when the session is made. lora_scale
+   * multiplies its update (default 1). A malformed adapter fails with FGEMMA_ERR_UNSUPPORTED
+   * (DoRA, modules_to_save, embedding/head adapters, biases, unknown modules),
+   * FGEMMA_ERR_INVALID_ARGUMENT (missing fields, rank 0, shapes that do not match the model),
+   * FGEMMA_ERR_NOT_FOUND (missing files) or FGEMMA_ERR_CORRUPT_FILE; the message names it. */
+  const char* lora_path;
+  float lora_scale;
 } fgemma_session_params;
 
 FGEMMA_API fgemma_session_params fgemma_session_default_params(void);
@@ -138,6 +146,11 @@ typedef struct fgemma_caller_params {
    * the pass that computes the next token, so a call takes fewer passes; the output is the same
    * token for token. false only for comparisons. */
   bool draft;
+  /* A LoRA adapter both of the caller's sessions run with, as in fgemma_session_params (NULL:
+   * none); the catalog state and cache file are bound to it (a cache file made without it or with
+   * another adapter or scale is rebuilt). */
+  const char* lora_path;
+  float lora_scale;
 } fgemma_caller_params;
 
 FGEMMA_API fgemma_caller_params fgemma_caller_default_params(void);

@@ -93,6 +93,8 @@ FGEMMA_API fgemma_caller_params fgemma_caller_default_params(void) {
   p.jump_forward = true;
   p.trust_content_tokens = false;
   p.draft = true;
+  p.lora_path = nullptr;
+  p.lora_scale = 1.0f;
   return p;
 }
 
@@ -109,6 +111,7 @@ FGEMMA_API fgemma_status fgemma_caller_new(const fgemma_model* model, fgemma_cal
     handle->params = params;
     handle->cache_path = params.cache_path ? params.cache_path : "";
     handle->params.cache_path = nullptr;  // the copy above owns it
+    handle->params.lora_path = nullptr;   // read below; the caller keeps the adapter
     fgemma::FunctionCallerOptions fo;
     fo.threads = params.n_threads;
     fo.context = params.n_ctx;
@@ -117,6 +120,9 @@ FGEMMA_API fgemma_status fgemma_caller_new(const fgemma_model* model, fgemma_cal
     fo.decoding.jump_forward = params.jump_forward;
     fo.decoding.draft = params.draft;
     fo.trust_content_tokens = params.trust_content_tokens;
+    auto lora = LoadLora(params.lora_path, params.lora_scale, *model->loaded->model);
+    if (!lora.ok()) return Fail(lora.status());
+    fo.lora = std::move(lora).value();
     auto caller = fgemma::FunctionCaller::Create(*model->loaded, fo);
     if (!caller.ok()) return Fail(caller.status());
     handle->caller = std::move(caller).value();

@@ -51,6 +51,8 @@ inline bool Valid(const fgemma_caller* c) { return c && c->tag == kCallerTag; }
 // Records the message for fgemma_last_error() and returns the matching C status.
 fgemma_status Fail(fgemma_status status, const std::string& message);
 fgemma_status Fail(const Status& status);
+// The adapter of the params' lora_path (null when NULL), checked against `model`.
+Result<std::shared_ptr<const LoraAdapter>> LoadLora(const char* path, float scale, const Model& model);
 void ClearError();
 // Copies `text` into a caller buffer (NUL-terminated when cap > 0); returns its length.
 int64_t CopyOut(const std::string& text, char* buf, size_t cap);

@@ -12,6 +12,8 @@ FGEMMA_API fgemma_session_params fgemma_session_default_params(void) {
   p.n_ctx = 0;
   p.n_batch = 256;
   p.n_threads = 0;
+  p.lora_path = nullptr;
+  p.lora_scale = 1.0f;
   return p;
 }
 
@@ -26,6 +28,9 @@ FGEMMA_API fgemma_status fgemma_session_new(const fgemma_model* model, fgemma_se
     so.context = params.n_ctx;
     so.max_batch = params.n_batch ? params.n_batch : 256;
     so.threads = params.n_threads;
+    auto lora = LoadLora(params.lora_path, params.lora_scale, *model->loaded->model);
+    if (!lora.ok()) return Fail(lora.status());
+    so.lora = std::move(lora).value();
     auto session = fgemma::Session::Create(model->loaded->model, so);
     if (!session.ok()) return Fail(session.status());
     auto handle = std::make_unique<fgemma_session>();

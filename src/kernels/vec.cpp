@@ -41,6 +41,42 @@ void AddScaledImpl(float* y, const float* x, float s, size_t n) {
   for (; i < n; ++i) y[i] += s * x[i];
 }
 
+void AddRowCombinationImpl(float* y, const float* rows, size_t stride, const float* c, size_t k, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  // Four vectors of y at a time stay in registers across the k rows (independent FMA chains).
+  for (; i + 4 * N <= n; i += 4 * N) {
+    auto a0 = hn::LoadU(d, y + i), a1 = hn::LoadU(d, y + i + N), a2 = hn::LoadU(d, y + i + 2 * N),
+         a3 = hn::LoadU(d, y + i + 3 * N);
+    for (size_t j = 0; j < k; ++j) {
+      const auto cj = hn::Set(d, c[j]);
+      const float* r = rows + j * stride + i;
+      a0 = hn::MulAdd(cj, hn::LoadU(d, r), a0);
+      a1 = hn::MulAdd(cj, hn::LoadU(d, r + N), a1);
+      a2 = hn::MulAdd(cj, hn::LoadU(d, r + 2 * N), a2);
+      a3 = hn::MulAdd(cj, hn::LoadU(d, r + 3 * N), a3);
+    }
+    hn::StoreU(a0, d, y + i);
+    hn::StoreU(a1, d, y + i + N);
+    hn::StoreU(a2, d, y + i + 2 * N);
+    hn::StoreU(a3, d, y + i + 3 * N);
+  }
+  for (; i + N <= n; i += N) {
+    auto a = hn::LoadU(d, y + i);
+    for (size_t j = 0; j < k; ++j) a = hn::MulAdd(hn::Set(d, c[j]), hn::LoadU(d, rows + j * stride + i), a);
+    hn::StoreU(a, d, y + i);
+  }
+  // The tail one lane at a time with the same operation (MulAdd is fused where the target has
+  // FMA, a multiply then an add where it has not), so a value's bits do not depend on its place.
+  const hn::CappedTag<float, 1> d1;
+  for (; i < n; ++i) {
+    auto a = hn::LoadU(d1, y + i);
+    for (size_t j = 0; j < k; ++j) a = hn::MulAdd(hn::Set(d1, c[j]), hn::LoadU(d1, rows + j * stride + i), a);
+    hn::StoreU(a, d1, y + i);
+  }
+}
+
 void ScaleImpl(float* y, float s, size_t n) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
@@ -109,11 +145,15 @@ namespace fgemma {
 HWY_EXPORT(DotImpl);
 HWY_EXPORT(AddScaledImpl);
 HWY_EXPORT(ScaleImpl);
+HWY_EXPORT(AddRowCombinationImpl);
 HWY_EXPORT(GeluTanhMulImpl);
 HWY_EXPORT(MaxValueImpl);
 
 float Dot(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(DotImpl)(a, b, n); }
 void AddScaled(float* y, const float* x, float s, size_t n) { HWY_DYNAMIC_DISPATCH(AddScaledImpl)(y, x, s, n); }
+void AddRowCombination(float* y, const float* rows, size_t stride, const float* c, size_t k, size_t n) {
+  HWY_DYNAMIC_DISPATCH(AddRowCombinationImpl)(y, rows, stride, c, k, n);
+}
 void Scale(float* y, float s, size_t n) { HWY_DYNAMIC_DISPATCH(ScaleImpl)(y, s, n); }
 void GeluTanhMul(float* gate, const float* up, size_t n) { HWY_DYNAMIC_DISPATCH(GeluTanhMulImpl)(gate, up, n); }
 float MaxValue(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(MaxValueImpl)(x, n); }

@@ -10,6 +10,11 @@ namespace fgemma {
 float Dot(const float* a, const float* b, size_t n);
 // y[i] += s * x[i]  (one fused multiply-add per element).
 void AddScaled(float* y, const float* x, float s, size_t n);
+// y[i] += sum_j c[j] * rows[j * stride + i] for i < n, j < k: a combination of k rows added to y
+// (a LoRA update B'(A x) with B' stored transposed). Each y[i] takes the k multiply-adds (fused on
+// targets with FMA) in the order j = 0, 1, ..., so its bits do not depend on n or on where the
+// range starts.
+void AddRowCombination(float* y, const float* rows, size_t stride, const float* c, size_t k, size_t n);
 // y[i] *= s.
 void Scale(float* y, float s, size_t n);
 // gate[i] = gelu_tanh(gate[i]) * up[i] (vector tanh, <= 4 ulp; GeluTanhMulReference in ops.h is

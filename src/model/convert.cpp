@@ -41,24 +41,28 @@ struct Progress {
 };
 
 // Streams one matrix into the writer, one block of rows at a time.
-Status WriteMatrix(GgufWriter& w, const std::string& name, const TensorView& src, DType type, Progress& progress) {
+// With `lora`, each row gets the adapter's update (in float32) before it is encoded.
+Status WriteMatrix(GgufWriter& w, const std::string& name, const TensorView& src, DType type, Progress& progress,
+                   const LoraProjection* lora) {
   const size_t out_row = RowBytes(type, src.cols);
   const size_t rows_per_block = std::max<size_t>(1, kBlockBytes / std::max<size_t>(1, out_row));
   std::vector<float> row;
   std::vector<uint8_t> block;
-  if (src.dtype != type) {
+  const bool copy = src.dtype == type && lora == nullptr;
+  if (!copy) {
     row.resize(src.cols);
     block.resize(std::min(rows_per_block, src.rows) * out_row);
   }
   for (size_t r0 = 0; r0 < src.rows; r0 += rows_per_block) {
     const size_t n = std::min(rows_per_block, src.rows - r0);
     const uint8_t* in = src.row(r0);
-    if (src.dtype == type) {
+    if (copy) {
       // Same type: the stored bytes are the answer (no round trip through float32).
       FGEMMA_RETURN_IF_ERROR(w.WriteTensorData(name, in, n * out_row));
     } else {
       for (size_t i = 0; i < n; ++i) {
         DequantizeRow(src, r0 + i, row.data());
+        if (lora != nullptr) AddLoraRow(*lora, r0 + i, row.data());
         FGEMMA_RETURN_IF_ERROR(QuantizeRow(type, row.data(), src.cols, block.data() + i * out_row).WithContext(name));
       }
       FGEMMA_RETURN_IF_ERROR(w.WriteTensorData(name, block.data(), n * out_row));
@@ -116,6 +120,12 @@ Result<ConvertResult> ConvertToGguf(const std::string& source, const std::string
   FGEMMA_TRY(std::unique_ptr<Model> model, Model::Load(source, ModelLoadOptions{.prepare_for_kernels = false}));
   const ModelConfig& config = model->config();
   const bool from_gguf = source.ends_with(".gguf");  // as Model::Load decides
+  // The adapter is read and checked before anything is written.
+  std::shared_ptr<const LoraAdapter> lora;
+  if (options.lora) {
+    FGEMMA_TRY(lora, LoraAdapter::Load(*options.lora, config));
+    FGEMMA_RETURN_IF_ERROR(lora->CheckFits(*model));
+  }
 
   FGEMMA_TRY(GgufWriter w, GgufWriter::Create(out_path));
   if (from_gguf) {
@@ -134,6 +144,9 @@ Result<ConvertResult> ConvertToGguf(const std::string& source, const std::string
   result.source_type = model->weight_type_name();
   result.tensor_count = specs.size();
   result.warnings = RequantizeWarnings(*model, specs, options.type);
+  if (lora && DTypeIsQuantized(model->embedding().dtype))
+    result.warnings.push_back("the LoRA adapter is merged into dequantized " + std::string(DTypeName(model->embedding().dtype)) +
+                              " weights; merge into the original float weights when you can");
   if (options.warning) {
     for (const std::string& warning : result.warnings) options.warning(warning);
   }
@@ -151,7 +164,7 @@ Result<ConvertResult> ConvertToGguf(const std::string& source, const std::string
       FGEMMA_RETURN_IF_ERROR(w.WriteTensorData(s.gguf_name, norm->data(), norm->size() * sizeof(float)));
       progress.Advance(norm->size() * sizeof(float));
     } else if (const TensorView* m = model->Matrix(s)) {
-      FGEMMA_RETURN_IF_ERROR(WriteMatrix(w, s.gguf_name, *m, options.type, progress));
+      FGEMMA_RETURN_IF_ERROR(WriteMatrix(w, s.gguf_name, *m, options.type, progress, lora ? lora->ForTensor(s) : nullptr));
     } else {
       return Internal("convert: tensor '" + s.gguf_name + "' has no source");
     }

@@ -13,9 +13,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "model/lora_adapter.h"
 #include "util/status.h"
 #include "util/tensor.h"
 
@@ -29,6 +31,9 @@ struct ConvertOptions {
   std::function<void(uint64_t done, uint64_t total)> progress;
   // Called before any tensor is written with each warning (also returned in ConvertResult).
   std::function<void(const std::string&)> warning;
+  // A LoRA adapter merged into the projections before they are written or quantized:
+  // W' = W + s B A, computed in float32 from the source row (fgemma convert --lora DIR[:SCALE]).
+  std::optional<LoraSpec> lora;
 };
 
 struct ConvertResult {

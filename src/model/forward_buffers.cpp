@@ -6,7 +6,7 @@
 
 namespace fgemma {
 
-ForwardBuffers ForwardBuffers::Create(const Model& model, size_t max_batch, size_t context, int threads) {
+ForwardBuffers ForwardBuffers::Create(const Model& model, size_t max_batch, size_t context, int threads, size_t lora_rank) {
   const ModelConfig& c = model.config();
   const size_t B = max_batch, H = static_cast<size_t>(c.hidden), Q = static_cast<size_t>(c.q_dim()),
                KV = static_cast<size_t>(c.kv_dim()), I = static_cast<size_t>(c.intermediate),
@@ -21,6 +21,7 @@ ForwardBuffers ForwardBuffers::Create(const Model& model, size_t max_batch, size
   b.proj = FloatBuffer(B * H);
   b.gate = FloatBuffer(B * I);
   b.up = FloatBuffer(B * I);
+  if (lora_rank > 0) b.lora_u = FloatBuffer(B * lora_rank);
   // A query sees at most `context` keys on a global layer (window + batch on a sliding one).
   b.scores_stride = std::max(context, W + B);
   const size_t group = static_cast<size_t>(c.num_heads / c.num_kv_heads);

@@ -15,8 +15,8 @@ namespace fgemma {
 // G = query heads per KV head, S = scores_stride.
 struct ForwardBuffers {
   // `context` bounds the keys a query sees; `threads` is the pool's thread count (one scores
-  // block per thread).
-  static ForwardBuffers Create(const Model& model, size_t max_batch, size_t context, int threads);
+  // block per thread); `lora_rank` is LoraAdapter::max_layer_rank() (0 without an adapter).
+  static ForwardBuffers Create(const Model& model, size_t max_batch, size_t context, int threads, size_t lora_rank = 0);
 
   FloatBuffer x;        // [B, H]   residual stream
   FloatBuffer xn;       // [B, H]   normed input of a block; after a chunk, the final-normed output
@@ -28,6 +28,8 @@ struct ForwardBuffers {
   FloatBuffer gate;     // [B, I]   gate_proj output, then gelu_tanh(gate) * up
   FloatBuffer up;       // [B, I]   up_proj output
   FloatBuffer scores;   // [threads, G, S]  attention probabilities, one block per thread
+  FloatBuffer lora_u;   // [B, R]   a LoRA adapter's A x for the projections of one input (R =
+                        //          its max_layer_rank; empty without an adapter)
   size_t scores_stride = 0;     // S: the most keys a query sees (context, or window + B)
   std::vector<uint8_t> packed;  // [B, packed row] a matrix input packed for integer kernels, sized
                                 //   for the widest projection input (empty for float weights)

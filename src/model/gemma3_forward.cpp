@@ -6,6 +6,9 @@
 //                   n = pre_ffn_norm(h)
 //   out = final_norm(x)                       (the tied head is applied by the runtime)
 //
+// With a LoRA adapter, every adapted projection y = W x becomes y = W x + B'(A x) (lora_apply.h),
+// added right after the base product; the base weights are never modified.
+//
 // attention: q, k, v projections; RMSNorm per head on q and k; split-half RoPE (base 1e4 on
 // sliding layers, rope_theta / linear scaling on global ones); q *= query_pre_attn_scalar^-0.5;
 // causal softmax over keys j <= i (and j > i - window on sliding layers); GQA: query head h reads
@@ -19,6 +22,7 @@
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/vec.h"
+#include "model/lora_apply.h"
 #include "model/thread_split.h"
 
 namespace fgemma {
@@ -32,7 +36,10 @@ Result<std::unique_ptr<Gemma3Forward>> Gemma3Forward::Create(const Model& model,
   if (f->context_ > static_cast<size_t>(c.max_position_embeddings))
     return InvalidArgument("context " + std::to_string(f->context_) + " exceeds the model's max_position_embeddings " +
                            std::to_string(c.max_position_embeddings));
-  f->buf_ = ForwardBuffers::Create(model, f->max_batch_, f->context_, num_threads);
+  if (options.lora) FGEMMA_RETURN_IF_ERROR(options.lora->CheckFits(model));
+  f->lora_ = options.lora;
+  f->buf_ = ForwardBuffers::Create(model, f->max_batch_, f->context_, num_threads,
+                                   f->lora_ ? f->lora_->max_layer_rank() : 0);
   f->rope_ = RopeTables(c, f->max_batch_);
   f->row_segment_.resize(f->max_batch_);
   f->segment_first_row_.resize(f->max_batch_);
@@ -104,6 +111,8 @@ void Gemma3Forward::AttentionBlock(int l, size_t n, ThreadPool& pool) {
   });
   // Projections: q[n, Q], k[n, KV], v[n, KV].
   MatMulParallel({{&L.q_proj, q, Q}, {&L.k_proj, k, KV}, {&L.v_proj, v, KV}}, xn, n, H, buf_.packed.data(), pool);
+  // LoRA: q/k/v += B'(A xn).
+  if (lora_) ApplyLora({{Lora(l, 0), q, Q}, {Lora(l, 1), k, KV}, {Lora(l, 2), v, KV}}, xn, n, H, LoraBuffers(), pool);
   // Per-head q/k RMSNorm, RoPE, and the query scale.
   ForTokens(pool, n, [&](size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; ++t) {
@@ -139,6 +148,8 @@ void Gemma3Forward::AttentionBlock(int l, size_t n, ThreadPool& pool) {
   // Output projection, post-attention norm, residual: x += post_attn_norm(o_proj(attn)).
   float* proj = buf_.proj.data();
   MatMulParallel({{&L.o_proj, proj, H}}, buf_.attn.data(), n, Q, buf_.packed.data(), pool);
+  // LoRA: proj += B'(A attn).
+  if (lora_) ApplyLora({{Lora(l, 3), proj, H}}, buf_.attn.data(), n, Q, LoraBuffers(), pool);
   ForTokens(pool, n, [&](size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; ++t) {
       float* p = proj + t * H;
@@ -192,12 +203,16 @@ void Gemma3Forward::MlpBlock(int l, size_t n, ThreadPool& pool) {
   });
   // gate[n, I], up[n, I] in one dispatch.
   MatMulParallel({{&L.gate_proj, gate, I}, {&L.up_proj, up, I}}, xn, n, H, buf_.packed.data(), pool);
+  // LoRA: gate/up += B'(A xn).
+  if (lora_) ApplyLora({{Lora(l, 4), gate, I}, {Lora(l, 5), up, I}}, xn, n, H, LoraBuffers(), pool);
   // gate = gelu_tanh(gate) * up.
   ForTokens(pool, n, [&](size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; ++t) GeluTanhMul(gate + t * I, up + t * I, I);
   });
   // proj[n, H] = down_proj(gate).
   MatMulParallel({{&L.down_proj, proj, H}}, gate, n, I, buf_.packed.data(), pool);
+  // LoRA: proj += B'(A gate).
+  if (lora_) ApplyLora({{Lora(l, 6), proj, H}}, gate, n, I, LoraBuffers(), pool);
   // Post-FFN norm and residual: x += post_ffn_norm(proj).
   ForTokens(pool, n, [&](size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; ++t) {

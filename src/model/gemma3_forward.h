@@ -10,6 +10,8 @@
 
 #include "model/forward_buffers.h"
 #include "model/kv_cache.h"
+#include "model/lora_adapter.h"
+#include "model/lora_apply.h"
 #include "model/model.h"
 #include "model/rope_tables.h"
 #include "util/status.h"
@@ -20,6 +22,9 @@ namespace fgemma {
 struct ForwardOptions {
   size_t max_batch = 256;   // tokens per forward chunk
   size_t context = 0;       // positions the cache holds (0 = max_position_embeddings)
+  // A LoRA adapter added to the projections at run time (null = the base alone); the forward pass
+  // keeps it alive. Its shapes were checked against the model's config when it was loaded.
+  std::shared_ptr<const LoraAdapter> lora;
 };
 
 // Called after each decoder layer with x[num_tokens, hidden] (tests compare against reference
@@ -55,6 +60,7 @@ class Gemma3Forward {
   const float* final_hidden(size_t i) const { return buf_.xn.data() + i * static_cast<size_t>(cfg_.hidden); }
   size_t max_batch() const { return max_batch_; }
   size_t context() const { return context_; }
+  const LoraAdapter* lora() const { return lora_.get(); }
 
  private:
   Gemma3Forward(const Model& model) : model_(model), cfg_(model.config()) {}
@@ -65,6 +71,9 @@ class Gemma3Forward {
   void Attention(int layer, size_t n, ThreadPool& pool);
   void MlpBlock(int layer, size_t n, ThreadPool& pool);
   void FinalNorm(size_t n);
+  // Projection `index` of layer l's adapter, or null without one.
+  const LoraProjection* Lora(int l, size_t index) const { return lora_ ? &lora_->projection(l, index) : nullptr; }
+  float* LoraBuffers() { return buf_.lora_u.data(); }
 
   const Model& model_;
   const ModelConfig& cfg_;
@@ -77,6 +86,7 @@ class Gemma3Forward {
   std::span<const ForwardSegment> segments_;
   std::vector<uint32_t> row_segment_;
   std::vector<uint32_t> segment_first_row_;
+  std::shared_ptr<const LoraAdapter> lora_;
 };
 
 }  // namespace fgemma

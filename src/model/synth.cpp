@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -69,6 +70,47 @@ Status WriteSynthCheckpoint(const ModelConfig& config, uint64_t seed, DType dtyp
   }
   FGEMMA_RETURN_IF_ERROR(writer->Finish());
   return WriteStringToFile(dir + "/config.json", ConfigToHfJson(config).dump(2) + "\n");
+}
+
+Status WriteSynthLora(const ModelConfig& config, uint64_t seed, size_t rank, const std::string& dir) {
+  if (rank == 0) return InvalidArgument("synth --lora-rank must be positive");
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return IoError(dir + ": cannot create directory: " + std::strerror(errno));
+  // The projections as ForEachTensor names them ("model.layers.N.self_attn.q_proj.weight"), each
+  // with an A [rank, in] and a B [out, rank] under PEFT's names.
+  struct Matrix {
+    std::string name;
+    uint64_t rows, cols;
+    double amplitude;
+  };
+  std::vector<Matrix> matrices;
+  ForEachTensor(config, [&](const TensorSpec& s) {
+    if (s.role != TensorRole::kProjection) return;
+    const std::string stem = "base_model.model." + s.hf_name.substr(0, s.hf_name.size() - std::string(".weight").size());
+    matrices.push_back({stem + ".lora_A.weight", rank, s.cols, 1.0 / std::sqrt(static_cast<double>(s.cols))});
+    matrices.push_back({stem + ".lora_B.weight", s.rows, rank, 0.1 * s.synth_amplitude});
+  });
+  std::vector<SafetensorsWriter::Entry> entries;
+  for (const Matrix& m : matrices) entries.push_back({m.name, DType::kF32, {m.rows, m.cols}});
+  FGEMMA_TRY(auto writer, SafetensorsWriter::Create(dir + "/adapter_model.safetensors", entries, {{"format", "pt"}}));
+  std::vector<float> values;
+  for (const Matrix& m : matrices) {
+    values.resize(m.rows * m.cols);
+    const uint64_t hash = Fnv1a64(m.name);
+    for (uint64_t i = 0; i < values.size(); ++i) values[i] = SynthValue(hash, seed, i, m.amplitude);
+    FGEMMA_RETURN_IF_ERROR(writer->Append(values.data(), values.size() * 4));
+  }
+  FGEMMA_RETURN_IF_ERROR(writer->Finish());
+  Json adapter_config = {{"peft_type", "LORA"},
+                         {"task_type", "CAUSAL_LM"},
+                         {"r", rank},
+                         {"lora_alpha", 2 * rank},
+                         {"target_modules", {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
+                         {"use_rslora", false},
+                         {"use_dora", false},
+                         {"bias", "none"},
+                         {"modules_to_save", nullptr},
+                         {"base_model_name_or_path", "synth-" + config.name}};
+  return WriteStringToFile(dir + "/adapter_config.json", adapter_config.dump(2) + "\n");
 }
 
 }  // namespace fgemma

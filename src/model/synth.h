@@ -18,4 +18,10 @@ float SynthValue(uint64_t name_hash, uint64_t seed, uint64_t index, double ampli
 // Writes `dir`/config.json and `dir`/model.safetensors (f32 or bf16), streaming tensor by tensor.
 Status WriteSynthCheckpoint(const ModelConfig& config, uint64_t seed, DType dtype, const std::string& dir);
 
+// Writes a PEFT LoRA adapter for `config` to `dir` (adapter_config.json + adapter_model.safetensors,
+// float32): rank `rank`, lora_alpha 2 * rank, all seven projections of every layer, values from
+// SynthValue (A of amplitude 1/sqrt(in), B small). For benchmarks and tests of the adapter's cost;
+// its effect on outputs is noise like the synthetic weights'.
+Status WriteSynthLora(const ModelConfig& config, uint64_t seed, size_t rank, const std::string& dir);
+
 }  // namespace fgemma

@@ -12,8 +12,8 @@ namespace fgemma {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'G', 'K', 'V', 'C', 'A', 'C', 'H'};
-constexpr uint32_t kVersion = 2;  // 2: the numerics field
-constexpr size_t kHeaderBytes = 8 + 4 + 8 * 6;
+constexpr uint32_t kVersion = 3;  // 2: the numerics field; 3: the LoRA adapter field
+constexpr size_t kHeaderBytes = 8 + 4 + 8 * 7;
 
 void PutU64(std::string* s, uint64_t v) {
   for (int i = 0; i < 8; ++i) s->push_back(static_cast<char>(v >> (8 * i)));
@@ -47,6 +47,7 @@ Status SaveCatalogCache(const std::string& path, const Session& session, uint64_
   PutU64(&file, session.position());
   PutU64(&file, payload.size());
   PutU64(&file, Hash64(payload));
+  PutU64(&file, session.lora_fingerprint());
   file += payload;
   // A fresh temporary beside the cache, renamed over it: a crash never leaves half a cache, and no
   // link or device at the path (or at any fixed temporary name) is written through.
@@ -71,6 +72,14 @@ Status LoadCatalogCache(const std::string& path, Session& session, uint64_t pref
     return InvalidArgument(path + ": cache was built with " + std::to_string(static_cast<uint32_t>(numerics)) +
                            " threads, this session uses " + std::to_string(session.threads()) +
                            " (its values would differ in the last bits from this session's prefill)");
+  }
+  // The adapter changes every value after the first adapted projection: 0 = none, else its
+  // fingerprint (content and scale).
+  const uint64_t adapter = GetU64(p + 60), our_adapter = session.lora_fingerprint();
+  if (adapter != our_adapter) {
+    if (adapter == 0) return InvalidArgument(path + ": cache was built without a LoRA adapter, this session uses " + session.lora()->dir());
+    if (our_adapter == 0) return InvalidArgument(path + ": cache was built with a LoRA adapter, this session has none");
+    return InvalidArgument(path + ": cache was built with another LoRA adapter or scale than " + session.lora()->dir());
   }
   if (GetU64(p + 28) != prefix_hash) return InvalidArgument(path + ": cache was built for a different tool catalog or system prompt");
   const uint64_t positions = GetU64(p + 36), payload = GetU64(p + 44), checksum = GetU64(p + 52);

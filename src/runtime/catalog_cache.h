@@ -1,8 +1,8 @@
 // Cache files for a prefilled tool catalog: the KV state after BOS + the developer turn.
 //
 // Layout (little-endian): "FGKVCACH" | u32 version | u64 model fingerprint | u64 numerics |
-// u64 prefix hash | u64 positions | u64 payload bytes | u64 payload checksum | payload
-// (Session::ExportState).
+// u64 prefix hash | u64 positions | u64 payload bytes | u64 payload checksum | u64 LoRA adapter
+// (0 = none, else LoraAdapter::fingerprint: its content and scale) | payload (Session::ExportState).
 // A file is trusted only when every field matches the model and prefix at hand and the checksum
 // holds; anything else is reported (so the caller can warn and rebuild), never used.
 //

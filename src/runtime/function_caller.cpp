@@ -37,6 +37,7 @@ Result<std::unique_ptr<FunctionCaller>> FunctionCaller::Create(const LoadedModel
   so.context = options.context;
   so.pool = options.batcher ? options.batcher->pool() : options.pool ? options.pool : SharedThreadPool(options.threads);
   so.batcher = options.batcher;
+  so.lora = options.lora;
   FGEMMA_TRY(fc->catalog_, Session::Create(fc->model_, so));
   FGEMMA_TRY(fc->work_, Session::Create(fc->model_, so));
   return fc;

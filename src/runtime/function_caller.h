@@ -39,6 +39,9 @@ struct FunctionCallerOptions {
   // (messages, tool names, descriptions, enum values, arguments) becomes control tokens. Off: only
   // the template writes control tokens (see EncodePromptText in chat/render.h).
   bool trust_content_tokens = false;
+  // A LoRA adapter both sessions run with (null = the base alone); the catalog state, in memory
+  // and in the cache file, is bound to it.
+  std::shared_ptr<const LoraAdapter> lora;
 };
 
 struct CallTiming {

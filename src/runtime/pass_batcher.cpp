@@ -27,12 +27,14 @@ struct PassBatcher::Member {
 };
 
 Result<std::shared_ptr<PassBatcher>> PassBatcher::Create(std::shared_ptr<const Model> model, size_t max_batch,
-                                                         size_t context, std::shared_ptr<ThreadPool> pool) {
+                                                         size_t context, std::shared_ptr<ThreadPool> pool,
+                                                         std::shared_ptr<const LoraAdapter> lora) {
   if (!model || !pool) return InvalidArgument("a pass batcher needs a model and a thread pool");
   auto b = std::shared_ptr<PassBatcher>(new PassBatcher());
   ForwardOptions fo;
   fo.max_batch = std::max<size_t>(1, max_batch);
   fo.context = context;
+  fo.lora = std::move(lora);
   FGEMMA_TRY(b->forward_, Gemma3Forward::Create(*model, fo, pool->num_threads()));
   b->head_ = std::make_unique<LmHead>(*model, pool->num_threads());
   b->model_ = std::move(model);

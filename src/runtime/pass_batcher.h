@@ -35,8 +35,10 @@ class PassBatcher {
  public:
   // Passes of up to `max_batch` rows over contexts of up to `context` positions, on `pool` (every
   // attached session must use the same pool).
+  // `lora`: the adapter every attached session runs with (null: none; a session must match it).
   static Result<std::shared_ptr<PassBatcher>> Create(std::shared_ptr<const Model> model, size_t max_batch,
-                                                     size_t context, std::shared_ptr<ThreadPool> pool);
+                                                     size_t context, std::shared_ptr<ThreadPool> pool,
+                                                     std::shared_ptr<const LoraAdapter> lora = nullptr);
 
   // Runs tokens at positions [start, start + tokens.size()) of `cache` within shared passes and
   // fills `heads` (request.index counts from the first of `tokens`; candidate requests are computed
@@ -64,6 +66,7 @@ class PassBatcher {
   const std::shared_ptr<ThreadPool>& pool() const { return pool_; }
   size_t context() const { return forward_->context(); }
   size_t max_batch() const { return forward_->max_batch(); }
+  const LoraAdapter* lora() const { return forward_->lora(); }
 
   struct Stats {
     uint64_t passes = 0;       // forward passes run

@@ -21,6 +21,8 @@ Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> mo
     if (options.threads > 0 && options.threads != options.batcher->pool()->num_threads())
       return InvalidArgument("session asks for " + std::to_string(options.threads) + " threads but its pass batcher has " +
                              std::to_string(options.batcher->pool()->num_threads()));
+    if (options.batcher->lora() != options.lora.get())
+      return InvalidArgument("a session's LoRA adapter must be its pass batcher's (the batcher's passes apply it)");
     const size_t context = options.context ? options.context : static_cast<size_t>(model->config().max_position_embeddings);
     if (context > options.batcher->context())
       return InvalidArgument("session context " + std::to_string(context) + " exceeds its pass batcher's " +
@@ -30,6 +32,7 @@ Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> mo
   fo.context = options.context;
   // Batched, the batcher runs the passes: this session's own forward buffers stay one row.
   fo.max_batch = options.batcher ? 1 : options.max_batch;
+  fo.lora = options.lora;
   FGEMMA_TRY(s->forward_, Gemma3Forward::Create(*model, fo, threads));
   FGEMMA_TRY(s->cache_, KvCache::Create(model->config(), s->forward_->context()));
   s->pool_ = options.batcher ? options.batcher->pool() : options.pool ? options.pool : SharedThreadPool(threads);
@@ -134,6 +137,7 @@ Status Session::Generate(std::span<const int32_t> prompt, size_t max_new, bool s
 
 Status Session::CopyStateFrom(const Session& other) {
   if (other.model_ != model_) return InvalidArgument("cannot copy session state across models");
+  if (other.lora_fingerprint() != lora_fingerprint()) return InvalidArgument("cannot copy session state across LoRA adapters");
   if (other.position_ > context()) return OutOfRange("session state of " + std::to_string(other.position_) + " positions exceeds this session's context");
   cache_.CopyFrom(other.cache_, other.position_);
   position_ = other.position_;

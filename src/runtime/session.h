@@ -32,6 +32,8 @@ struct SessionOptions {
   // Shares forward passes with the other sessions attached to it (batched serving, see
   // pass_batcher.h); its pool is the session's. Null: this session runs its own passes.
   std::shared_ptr<PassBatcher> batcher;
+  // A LoRA adapter applied at run time over the shared base (null = none); see model/lora_adapter.h.
+  std::shared_ptr<const LoraAdapter> lora;
 };
 
 class Session {
@@ -74,6 +76,9 @@ class Session {
   Status JumpWithZeroState(size_t position);
 
   const Model& model() const { return *model_; }
+  // The adapter this session runs with, or null.
+  const LoraAdapter* lora() const { return forward_->lora(); }
+  uint64_t lora_fingerprint() const { return lora() ? lora()->fingerprint() : 0; }
   ThreadPool& pool() const { return *pool_; }
   // Threads of the forward pass; the row blocks of its matrix products, hence the last bits of
   // every result, depend on it (see catalog_cache.h).

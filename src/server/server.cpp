@@ -448,10 +448,16 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   fo.context = options.context;
   fo.cache_path = options.cache_path;
   fo.trust_content_tokens = options.trust_content_tokens;
+  if (!options.lora.empty()) {
+    FGEMMA_TRY(LoraSpec spec, ParseLoraSpec(options.lora));
+    FGEMMA_TRY(fo.lora, LoraAdapter::Load(spec, loaded.model->config()));
+    FGEMMA_RETURN_IF_ERROR(fo.lora->CheckFits(*loaded.model));
+  }
   if (options.batch && options.sessions > 1) {
-    // Continuous batching: requests decoding at the same time share each pass over the weights.
+    // Continuous batching: requests decoding at the same time share each pass over the weights
+    // (with the sessions' adapter).
     fo.pool = SharedThreadPool(options.threads);
-    FGEMMA_TRY(impl->batcher, PassBatcher::Create(loaded.model, 256, options.context, fo.pool));
+    FGEMMA_TRY(impl->batcher, PassBatcher::Create(loaded.model, 256, options.context, fo.pool, fo.lora));
     fo.batcher = impl->batcher;
   }
   FGEMMA_TRY(impl->pool, CallerPool::Create(loaded, fo, options.sessions));

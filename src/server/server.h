@@ -39,6 +39,7 @@ struct ServerOptions {
   bool trust_content_tokens = false;  // FunctionCallerOptions::trust_content_tokens
   bool batch = true;                // sessions decoding at once share forward passes (PassBatcher)
   double drain_s = 10;             // Shutdown(): wait for requests already received, at most this long
+  std::string lora;                // one LoRA adapter every session runs with: "DIR[:SCALE]" ("" = none)
 };
 
 class Server {

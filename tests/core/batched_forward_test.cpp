@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/gemma3_forward.h"
+#include "model/lora_adapter.h"
 #include "model/model.h"
 #include "test_support.h"
 #include "util/thread_pool.h"
@@ -25,6 +26,7 @@ constexpr size_t kContext = 64;
 struct Case {
   const char* model;
   int threads;
+  const char* lora = nullptr;  // an adapter under fixtures/lora/, applied at run time
 };
 
 class BatchedForward : public ::testing::TestWithParam<Case> {};
@@ -34,6 +36,12 @@ TEST_P(BatchedForward, EveryRowEqualsItsSequenceAlone) {
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   const Model& model = *loaded.value();
   const ModelConfig& c = model.config();
+  std::shared_ptr<const LoraAdapter> lora;
+  if (GetParam().lora) {
+    auto adapter = LoraAdapter::Load(test::FixturePath(std::string("lora/") + GetParam().lora), c);
+    ASSERT_TRUE(adapter.ok()) << adapter.status().ToString();
+    lora = adapter.value();
+  }
   const size_t H = static_cast<size_t>(c.hidden);
   ThreadPool pool(GetParam().threads);
 
@@ -48,7 +56,7 @@ TEST_P(BatchedForward, EveryRowEqualsItsSequenceAlone) {
   // Alone, one token at a time: the final hidden state of every position.
   std::vector<std::vector<float>> alone(3);
   for (size_t s = 0; s < 3; ++s) {
-    auto f = Gemma3Forward::Create(model, ForwardOptions{.max_batch = 1, .context = kContext}, GetParam().threads);
+    auto f = Gemma3Forward::Create(model, ForwardOptions{.max_batch = 1, .context = kContext, .lora = lora}, GetParam().threads);
     auto cache = KvCache::Create(c, kContext);
     ASSERT_TRUE(f.ok() && cache.ok());
     for (size_t i = 0; i < seqs[s].size(); ++i) {
@@ -59,7 +67,7 @@ TEST_P(BatchedForward, EveryRowEqualsItsSequenceAlone) {
 
   // Together: each pass takes a varying share of each unfinished sequence (up to 16 rows in all);
   // sequence 2 joins late.
-  auto f = Gemma3Forward::Create(model, ForwardOptions{.max_batch = 16, .context = kContext}, GetParam().threads);
+  auto f = Gemma3Forward::Create(model, ForwardOptions{.max_batch = 16, .context = kContext, .lora = lora}, GetParam().threads);
   ASSERT_TRUE(f.ok());
   std::vector<KvCache> caches;
   for (size_t s = 0; s < 3; ++s) caches.push_back(KvCache::Create(c, kContext).value());
@@ -98,9 +106,11 @@ TEST_P(BatchedForward, EveryRowEqualsItsSequenceAlone) {
 INSTANTIATE_TEST_SUITE_P(Models, BatchedForward,
                          ::testing::Values(Case{"tiny-gqa-f32", 1}, Case{"tiny-gqa-f32", 2}, Case{"mini-bf16", 2},
                                            Case{"mini-q8_0.gguf", 1}, Case{"mini-q8_0.gguf", 2},
-                                           Case{"mini-q4_0.gguf", 2}),
+                                           Case{"mini-q4_0.gguf", 2}, Case{"tiny-gqa-f32", 2, "tiny-gqa-lora-s11"},
+                                           Case{"mini-bf16", 1, "mini-lora-s14"}, Case{"mini-q8_0.gguf", 2, "mini-lora-s14"}),
                          [](const auto& info) {
-                           std::string n = std::string(info.param.model) + "_" + std::to_string(info.param.threads) + "threads";
+                           std::string n = std::string(info.param.model) + "_" + std::to_string(info.param.threads) + "threads" +
+                                           (info.param.lora ? std::string("_") + info.param.lora : "");
                            std::replace_if(n.begin(), n.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
                            return n;
                          });

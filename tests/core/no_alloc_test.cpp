@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "model/lora_adapter.h"
 #include "runtime/session.h"
 #include "test_support.h"
 
@@ -24,9 +25,10 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 namespace fgemma {
 namespace {
 
-TEST(NoAllocation, DecodeStepsAndChunkedPrefillAllocateNothing) {
+void ExpectNoAllocation(std::shared_ptr<const LoraAdapter> lora) {
   auto model = std::shared_ptr<const Model>(Model::Load(test::FixturePath("models/mini-bf16")).value());
   SessionOptions o;
+  o.lora = std::move(lora);
   o.context = 128;
   o.threads = 2;
   o.max_batch = 16;
@@ -51,6 +53,15 @@ TEST(NoAllocation, DecodeStepsAndChunkedPrefillAllocateNothing) {
   g_counting = false;
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(g_allocations.load(), 0);
+}
+
+TEST(NoAllocation, DecodeStepsAndChunkedPrefillAllocateNothing) { ExpectNoAllocation(nullptr); }
+
+// The adapter's scratch is sized when the session is made.
+TEST(NoAllocation, WithALoraAdapterToo) {
+  auto model = Model::Load(test::FixturePath("models/mini-bf16")).value();
+  auto lora = LoraAdapter::Load(test::FixturePath("lora/mini-lora-s14"), model->config()).value();
+  ExpectNoAllocation(lora);
 }
 
 }  // namespace

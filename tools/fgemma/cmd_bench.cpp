@@ -4,6 +4,7 @@
 
 #include "bench_calls.h"
 #include "command.h"
+#include "lora_option.h"
 #include "kernels/matmul.h"
 #include "model/gemma3_forward.h"
 #include "runtime/session.h"
@@ -13,7 +14,7 @@ namespace fgemma::cli {
 namespace {
 
 struct BenchArgs {
-  std::string model;
+  std::string model, lora;
   int threads = 0;
   bool json = false;
   std::vector<size_t> prefill = {64, 512};
@@ -56,6 +57,9 @@ int RunBench(const BenchArgs& a) {
                                   *std::max_element(a.prefill.begin(), a.prefill.end())) + a.decode_steps + 1;
   SessionOptions so;
   so.threads = a.threads;
+  auto lora = LoadLoraOption(a.lora, *m);
+  if (!lora.ok()) return Fail(lora.status().ToString());
+  so.lora = std::move(lora).value();
   so.context = std::min<size_t>(max_ctx, static_cast<size_t>(m->config().max_position_embeddings));
   so.max_batch = 512;
   auto session = Session::Create(m, so);
@@ -123,6 +127,9 @@ int RunBench(const BenchArgs& a) {
     std::printf("{\"model\":\"%s\",\"config\":\"%s\",\"weights\":\"%s\",\"weight_mib\":%.1f,\"threads\":%d,\"kernel\":\"%s\",\"load_s\":%.4f,",
                 a.model.c_str(), m->config().name.c_str(), m->weight_type_name().c_str(), weights_mb,
                 s.pool().num_threads(), KernelTargetName(), load_s);
+    if (const LoraAdapter* l = s.lora())
+      std::printf("\"lora\":{\"dir\":%s,\"rank\":%zu,\"scale\":%g,\"mib\":%.1f},", Json(l->dir()).dump().c_str(),
+                  l->rank(), l->scale(), static_cast<double>(l->bytes()) / (1024.0 * 1024.0));
     std::printf("\"results\":[");
     for (size_t i = 0; i < rows.size(); ++i)
       std::printf("%s{\"metric\":\"%s\",\"n\":%zu,\"value\":%.4f}", i ? "," : "", rows[i].what.c_str(), rows[i].n, rows[i].value);
@@ -131,6 +138,9 @@ int RunBench(const BenchArgs& a) {
   } else {
     std::printf("model     %s (%s, %s weights, %.1f MiB mapped)\n", a.model.c_str(), m->config().name.c_str(),
                 m->weight_type_name().c_str(), weights_mb);
+    if (const LoraAdapter* l = s.lora())
+      std::printf("lora      %s (r %zu, scale %g, %zu modules, %.1f MiB float32)\n", l->dir().c_str(), l->rank(), l->scale(),
+                  l->target_modules().size(), static_cast<double>(l->bytes()) / (1024.0 * 1024.0));
     std::printf("threads   %d, kernels %s\n", s.pool().num_threads(), KernelTargetName());
     std::printf("load      %.3f s\n", load_s);
     for (const auto& r : rows) {
@@ -149,6 +159,7 @@ CommandRegistration reg(40, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand("bench", "Measure load time, prefill and decode speed, and peak RSS");
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();
+  AddLoraOption(cmd, &a->lora);
   cmd->add_option("--threads", a->threads, "threads (default: all cores)");
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->add_option("--prefill", a->prefill, "prompt lengths to time (default 64 512)");

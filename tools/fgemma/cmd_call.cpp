@@ -4,6 +4,7 @@
 
 #include "call_common.h"
 #include "command.h"
+#include "lora_option.h"
 #include "runtime/follow_text.h"
 #include "runtime/loaded_model.h"
 
@@ -12,7 +13,7 @@ namespace {
 
 struct CallArgs {
   CallInputs in;
-  std::string model, cache, tokenizer;
+  std::string model, cache, tokenizer, lora;
   int threads = 0;
   size_t repeat = 1;
   bool no_restricted_head = false, no_jump_forward = false, no_draft = false, trust_content_tokens = false;
@@ -33,6 +34,9 @@ int RunCall(const CallArgs& a) {
   fo.decoding.jump_forward = !a.no_jump_forward;
   fo.decoding.draft = !a.no_draft;
   fo.trust_content_tokens = a.trust_content_tokens;
+  auto lora = LoadLoraOption(a.lora, *loaded->model);
+  if (!lora.ok()) return Fail(lora.status().ToString());
+  fo.lora = std::move(lora).value();
   auto caller = FunctionCaller::Create(loaded.value(), fo);
   if (!caller.ok()) return Fail(caller.status().ToString());
   std::optional<FollowText> follow;
@@ -53,6 +57,7 @@ CommandRegistration reg(50, [](CLI::App& app) -> std::function<int()> {
   auto* cmd = app.add_subcommand("call", "Turn an utterance into a function call against a tool catalog (prints JSON)");
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();
   cmd->add_option("--tools", a->in.tools_path, "tool catalog: JSON array of {\"type\":\"function\",\"function\":{...}}")->required();
+  AddLoraOption(cmd, &a->lora);
   cmd->add_option("--cache", a->cache, "catalog cache file (created, validated, rebuilt when stale)");
   cmd->add_option("--tool-choice", a->in.tool_choice, "auto (default), required, none, or a function name");
   cmd->add_option("--system", a->in.system, "developer message (default: FunctionGemma's preamble)");

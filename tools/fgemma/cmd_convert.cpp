@@ -11,7 +11,7 @@ namespace fgemma::cli {
 namespace {
 
 struct ConvertArgs {
-  std::string model, type, out, name;
+  std::string model, type, out, name, lora;
 };
 
 // A one-line bar redrawn in place; only drawn when stderr is a terminal (logs stay clean).
@@ -45,6 +45,11 @@ int RunConvert(const ConvertArgs& a) {
   ConvertOptions options;
   options.type = type.value();
   options.name = a.name;
+  if (!a.lora.empty()) {
+    auto spec = ParseLoraSpec(a.lora);
+    if (!spec.ok()) return Fail(spec.status().ToString());
+    options.lora = spec.value();
+  }
   options.progress = [&bar](uint64_t done, uint64_t total) { bar.Update(done, total); };
   options.warning = [](const std::string& w) { std::fprintf(stderr, "fgemma: warning: %s\n", w.c_str()); };
   const double start = NowSeconds();
@@ -63,6 +68,9 @@ CommandRegistration reg(60, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();
   cmd->add_option("--type", a->type, "f32, f16, bf16, q8_0 or q4_0")->required();
   cmd->add_option("--out", a->out, "output .gguf file")->required();
+  cmd->add_option("--lora", a->lora,
+                  "PEFT LoRA adapter directory merged into the weights (in float32) before they are written or "
+                  "quantized; DIR:SCALE multiplies its update");
   cmd->add_option("--name", a->name, "general.name (default: the model directory's name, or the GGUF source's)");
   return [a] { return RunConvert(*a); };
 });

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "command.h"
+#include "lora_option.h"
 #include "runtime/session.h"
 #include "util/ids.h"
 #include "util/process_stats.h"
@@ -10,7 +11,7 @@ namespace fgemma::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string model, ids;
+  std::string model, lora, ids;
   size_t max_new = 32;
   size_t context = 0;
   int threads = 0;
@@ -26,6 +27,9 @@ int RunGenerate(const GenerateArgs& a) {
   std::shared_ptr<const Model> m(std::move(model).value());
   SessionOptions so;
   so.threads = a.threads;
+  auto lora = LoadLoraOption(a.lora, *m);
+  if (!lora.ok()) return Fail(lora.status().ToString());
+  so.lora = std::move(lora).value();
   so.context = a.context ? a.context
                          : std::min<size_t>(static_cast<size_t>(m->config().max_position_embeddings), ids->size() + a.max_new);
   auto session = Session::Create(m, so);
@@ -54,6 +58,7 @@ CommandRegistration reg(30, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Greedy continuation of token ids; prints the new ids as a JSON array");
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();
+  AddLoraOption(cmd, &a->lora);
   cmd->add_option("--ids", a->ids, "file of prompt token ids (whitespace-separated or JSON array)")->required();
   cmd->add_option("--max-new", a->max_new, "tokens to generate (default 32)");
   cmd->add_option("--context", a->context, "context length (default: prompt + max-new)");

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "command.h"
+#include "lora_option.h"
 #include "runtime/session.h"
 #include "util/file_replace.h"
 #include "util/ids.h"
@@ -13,7 +14,7 @@ namespace fgemma::cli {
 namespace {
 
 struct ScoreArgs {
-  std::string model, ids, positions = "last", logits_out;
+  std::string model, lora, ids, positions = "last", logits_out;
   size_t top = 10;
   int threads = 0;
 };
@@ -56,6 +57,9 @@ int RunScore(const ScoreArgs& a) {
   std::shared_ptr<const Model> m(std::move(model).value());
   SessionOptions so;
   so.threads = a.threads;
+  auto lora = LoadLoraOption(a.lora, *m);
+  if (!lora.ok()) return Fail(lora.status().ToString());
+  so.lora = std::move(lora).value();
   so.context = std::max<size_t>(ids->size(), 64);
   if (so.context > static_cast<size_t>(m->config().max_position_embeddings))
     return Fail(a.ids + ": " + std::to_string(ids->size()) + " ids exceed the model's context of " +
@@ -113,6 +117,7 @@ CommandRegistration reg(20, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<ScoreArgs>();
   auto* cmd = app.add_subcommand("score", "Print top logits at chosen positions of an id sequence (one JSON object per line)");
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();
+  AddLoraOption(cmd, &a->lora);
   cmd->add_option("--ids", a->ids, "file of token ids (whitespace-separated or JSON array)")->required();
   cmd->add_option("--positions", a->positions, "'last' (default), 'all', or a comma list (negative counts from the end)");
   cmd->add_option("--top", a->top, "how many top logits to print (default 10)");

@@ -40,6 +40,7 @@ CommandRegistration reg(90, [](CLI::App& app) -> std::function<int()> {
   auto o = std::make_shared<server::ServerOptions>();
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/chat/completions, /v1/models, /health)");
   cmd->add_option("--model", o->model_path, "model directory, .safetensors or .gguf")->required();
+  cmd->add_option("--lora", o->lora, "PEFT LoRA adapter directory every session runs with; DIR:SCALE multiplies its update");
   cmd->add_option("--host", o->host, "address or name to bind (unless every address it resolves to is loopback, requires --api-key)")->capture_default_str();
   cmd->add_option("--port", o->port, "port (0: any free port)")->capture_default_str();
   cmd->add_option("--api-key", o->api_key, "require Authorization: Bearer KEY on /v1/*");

@@ -22,7 +22,8 @@ class CallerParams(ctypes.Structure):
     _fields_ = [("cache_path", ctypes.c_char_p), ("n_ctx", ctypes.c_uint32), ("n_threads", ctypes.c_int32),
                 ("max_tokens", ctypes.c_uint32), ("time_budget_ms", ctypes.c_double),
                 ("restricted_head", ctypes.c_bool), ("jump_forward", ctypes.c_bool),
-                ("trust_content_tokens", ctypes.c_bool), ("draft", ctypes.c_bool)]
+                ("trust_content_tokens", ctypes.c_bool), ("draft", ctypes.c_bool),
+                ("lora_path", ctypes.c_char_p), ("lora_scale", ctypes.c_float)]
 
 
 def _candidates():

@@ -68,7 +68,7 @@ class FunctionCaller:
     a context manager; a closed caller raises FgemmaError when used, never crashes."""
 
     def __init__(self, model, tools, cache_path=None, context=4096, threads=0, max_tokens=0, time_budget_ms=0.0,
-                 trust_content_tokens=False, draft=True):
+                 trust_content_tokens=False, draft=True, lora=None, lora_scale=1.0):
         if not isinstance(model, Model):
             raise FgemmaError(INVALID_ARGUMENT, f"model: expected a fgemma.Model, got {type(model).__name__}")
         self._tools = _tools_json(tools)
@@ -92,6 +92,12 @@ class FunctionCaller:
         if not isinstance(draft, bool):
             raise FgemmaError(INVALID_ARGUMENT, f"draft: expected a bool, got {draft!r}")
         params.draft = draft
+        # A PEFT LoRA adapter directory applied over the model at run time (None: the base alone).
+        if lora is not None:
+            params.lora_path = _path_bytes(lora, "lora")
+        if not isinstance(lora_scale, (int, float)) or isinstance(lora_scale, bool):
+            raise FgemmaError(INVALID_ARGUMENT, f"lora_scale: expected a number, got {lora_scale!r}")
+        params.lora_scale = float(lora_scale)
         self._model = model
         model_handle = model._acquire()
         handle = ctypes.c_void_p()

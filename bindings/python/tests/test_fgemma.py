@@ -47,6 +47,21 @@ def test_call_equals_the_cli(model, tools, tmp_path):
            [c["arguments"] for c in expected["calls"]]
 
 
+def test_lora_adapter_equals_the_cli_and_bad_adapters_raise(model, tools, tmp_path):
+    lora = fixture("lora/mini-lora-s14")
+    with fgemma.FunctionCaller(model, tools, threads=1, lora=lora) as caller:
+        result = caller.call(UTTERANCE, tool_choice="required")
+    tools_file = tmp_path / "tools.json"
+    tools_file.write_text(json.dumps(tools))
+    cli = subprocess.run([os.environ["FGEMMA_CLI"], "call", "--model", fixture("models/mini-bf16"), "--tools",
+                          str(tools_file), "--tool-choice", "required", "--threads", "1", "--lora", lora, UTTERANCE],
+                         capture_output=True, text=True, check=True)
+    assert result["fgemma"]["calls"] == json.loads(cli.stdout)["calls"]
+    with pytest.raises(fgemma.FgemmaError) as e:
+        fgemma.FunctionCaller(model, tools, lora=str(tmp_path / "missing"))
+    assert e.value.status == NOT_FOUND and "missing" in str(e.value)
+
+
 def test_messages_and_utterance_give_the_same_call(model, tools):
     with fgemma.FunctionCaller(model, tools) as caller:
         a = caller.call(UTTERANCE, tool_choice="required")

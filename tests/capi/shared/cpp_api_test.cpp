@@ -508,3 +508,31 @@ TEST_F(CppApiTest, CallerErrorsAreResults) {
 }
 
 }  // namespace
+
+namespace {
+
+// A LoRA adapter through the C++ wrapper: the params' lora_path; its logits match the reference
+// with the adapter merged, a bad adapter is an error with its status.
+TEST(CppApiLora, SessionWithAnAdapter) {
+  auto model = Model::Load(fgemma::test::FixturePath("models/mini-bf16"));
+  ASSERT_TRUE(model) << model.error().message;
+  const json golden = json::parse(ReadText(fgemma::test::FixturePath("lora/golden-mini-bf16-lora-s14.json")));
+  const std::string lora = fgemma::test::FixturePath("lora/mini-lora-s14");
+  fgemma_session_params p = SessionParams();
+  p.lora_path = lora.c_str();
+  auto session = Session::Create(*model, p);
+  ASSERT_TRUE(session) << session.error().message;
+  std::vector<int32_t> tokens = golden["tokens"].get<std::vector<int32_t>>();
+  const size_t pos = golden["positions"][3].get<size_t>();
+  std::vector<float> logits(262144);
+  auto argmax = session->Eval(std::span<const int32_t>(tokens.data(), pos + 1), logits);
+  ASSERT_TRUE(argmax) << argmax.error().message;
+  for (const auto& e : golden["top10"][3]) EXPECT_NEAR(logits[e[0].get<size_t>()], e[1].get<double>(), 2e-3);
+
+  p.lora_path = "/nonexistent/adapter";
+  auto bad = Session::Create(*model, p);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().status, FGEMMA_ERR_NOT_FOUND);
+}
+
+}  // namespace

@@ -59,6 +59,10 @@ JNIEXPORT jbyteArray JNICALL Java_dev_fgemma_Native_version(JNIEnv* env, jclass 
   return byte_array(env, v, strlen(v));
 }
 
+/* The params structs this file fills through fgemma_*_default_params(): review them when the ABI
+ * changes (3 added lora_path / lora_scale, left at their defaults here: no adapter). */
+_Static_assert(FGEMMA_ABI_VERSION == 3, "fgemma_jni.c was written against FGEMMA_ABI_VERSION 3");
+
 JNIEXPORT jint JNICALL Java_dev_fgemma_Native_abiVersion(JNIEnv* env, jclass cls) {
   (void)env;
   (void)cls;

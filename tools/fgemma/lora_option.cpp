@@ -1,0 +1,19 @@
+#include "lora_option.h"
+
+namespace fgemma::cli {
+
+void AddLoraOption(CLI::App* cmd, std::string* spec) {
+  cmd->add_option("--lora", *spec,
+                  "PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors), applied at run "
+                  "time over the base; DIR:SCALE multiplies its update (default 1)");
+}
+
+Result<std::shared_ptr<const LoraAdapter>> LoadLoraOption(const std::string& spec, const Model& model) {
+  if (spec.empty()) return std::shared_ptr<const LoraAdapter>();
+  FGEMMA_TRY(LoraSpec parsed, ParseLoraSpec(spec));
+  FGEMMA_TRY(std::shared_ptr<const LoraAdapter> adapter, LoraAdapter::Load(parsed, model.config()));
+  FGEMMA_RETURN_IF_ERROR(adapter->CheckFits(model));
+  return adapter;
+}
+
+}  // namespace fgemma::cli
