@@ -97,7 +97,8 @@ void ExpectDocumented(const Json& j, bool rows_table) {
   ASSERT_GT(documented.size(), 10u);
   std::set<std::string> actual;
   ActualFields(j, "", documented, &actual);
-  for (const auto& d : documented) EXPECT_TRUE(actual.count(d)) << "documented but missing: " << d;
+  // `adapter` is documented as present only with --lora.
+  for (const auto& d : documented) EXPECT_TRUE(actual.count(d) || d == "adapter") << "documented but missing: " << d;
   for (const auto& a : actual) {
     // An array documented as `name[]` or as `name` (its elements then not described field by field).
     const bool array_elements = a.size() > 2 && a.ends_with("[]") && documented.count(a.substr(0, a.size() - 2));
@@ -144,6 +145,33 @@ TEST(CliEval, JsonReportAndRows) {
     EXPECT_TRUE(r["expected"]["calls"].is_array());
     ExpectDocumented(r, true);
   }
+}
+
+// --lora evaluates the fine-tune as the app runs it (the adapter over the base): the report names
+// the adapter, its outputs are the adapter's (they differ from the base's on this model), and a
+// bad adapter is refused before any row runs.
+TEST(CliEval, LoraAdapterIsEvaluatedAndNamed) {
+  const std::string dir = test::TempDir();
+  const std::string adapter = test::FixturePath("lora/mini-lora-s14");
+  std::string base_out, lora_out, out;
+  ASSERT_EQ(test::RunCommand(EvalCommand("--data " + Sample() + " --limit 4 --tool-choice required --json --out " + dir +
+                                         "/base.jsonl 2>&1"),
+                             &base_out),
+            0)
+      << base_out;
+  ASSERT_EQ(test::RunCommand(EvalCommand("--data " + Sample() + " --limit 4 --tool-choice required --json --lora " +
+                                         adapter + " --out " + dir + "/lora.jsonl 2>&1"),
+                             &lora_out),
+            0)
+      << lora_out;
+  const Json j = Json::parse(lora_out);
+  EXPECT_EQ(j["adapter"], adapter);
+  EXPECT_FALSE(Json::parse(base_out).contains("adapter"));
+  ExpectDocumented(j, false);
+  EXPECT_NE(ReadFileToString(dir + "/base.jsonl").value(), ReadFileToString(dir + "/lora.jsonl").value())
+      << "the adapter changes this model's outputs";
+  EXPECT_EQ(test::RunCommand(EvalCommand("--data " + Sample() + " --lora " + dir + "/nowhere 2>&1"), &out), 1);
+  EXPECT_NE(out.find("nowhere"), std::string::npos) << out;
 }
 
 TEST(CliEval, TextReportHasTheFiguresAndTheTable) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "command.h"
+#include "lora_option.h"
 #include "progress_bar.h"
 #include "runtime/eval_runner.h"
 #include "runtime/loaded_model.h"
@@ -12,7 +13,7 @@ namespace fgemma::cli {
 namespace {
 
 struct EvalArgs {
-  std::string model, data, tokenizer, out;
+  std::string model, data, tokenizer, out, lora;
   EvalSelection selection;
   EvalOptions options;
   int threads = 0;
@@ -35,13 +36,15 @@ int RunEval(const EvalArgs& a) {
   if (!rows.ok()) return Fail(rows.status().ToString());
   LoadOptions lo;
   lo.tokenizer_path = a.tokenizer;
-  // Hook for issue 11's adapters: a `--lora DIR[:SCALE]` option sets the adapter here (LoadOptions,
-  // once the model layer has it) and names it in report.adapter below.
   auto loaded = LoadModel(a.model, lo);
   if (!loaded.ok()) return Fail(loaded.status().ToString());
   FunctionCallerOptions fo;
   fo.threads = a.threads;
   fo.context = a.context;
+  // A fine-tune shipped as an adapter is evaluated over the base, as the app will run it.
+  auto lora = LoadLoraOption(a.lora, *loaded->model);
+  if (!lora.ok()) return Fail(lora.status().ToString());
+  fo.lora = std::move(lora).value();
   auto caller = FunctionCaller::Create(loaded.value(), fo);
   if (!caller.ok()) return Fail(caller.status().ToString());
 
@@ -55,6 +58,7 @@ int RunEval(const EvalArgs& a) {
   report->model = a.model;
   report->data = a.data;
   report->split = a.selection.split;
+  report->adapter = a.lora;
   if (!a.out.empty()) {
     if (Status st = WriteRows(a.out, report.value()); !st.ok()) return Fail("--out: " + st.ToString());
   }
@@ -71,6 +75,7 @@ CommandRegistration reg(55, [](CLI::App& app) -> std::function<int()> {
   auto* cmd = app.add_subcommand("eval", "Score function calling on rows in the Mobile Actions JSONL layout");
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();
   cmd->add_option("--data", a->data, "JSONL file: {metadata, tools, messages} per line")->required();
+  AddLoraOption(cmd, &a->lora);
   cmd->add_option("--split", a->selection.split, "rows whose metadata is train, eval (default) or all");
   cmd->add_option("--limit", a->selection.limit, "only the first N selected rows (default 0: all)");
   cmd->add_option("--tool-choice", a->options.tool_choice, "auto (default) or required")
