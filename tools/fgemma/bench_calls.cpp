@@ -64,6 +64,19 @@ Result<std::vector<BenchCase>> ReadBenchCases(const std::string& path) {
   return cases;
 }
 
+Result<std::vector<CallRequest>> BenchRequests(const CallBenchArgs& a, const std::vector<BenchCase>& cases) {
+  std::vector<CallRequest> requests;
+  for (const BenchCase& c : cases) {
+    CallInputs in;
+    in.tools_path = a.tools;
+    in.utterance = c.utterance;
+    in.tool_choice = a.tool_choice;
+    FGEMMA_TRY(CallRequest request, BuildCallRequest(in));
+    requests.push_back(std::move(request));
+  }
+  return requests;
+}
+
 int RunCallBench(const CallBenchArgs& a) {
   auto cases = ReadBenchCases(a.calls);
   if (!cases.ok()) return Fail(cases.status().ToString());
@@ -81,21 +94,18 @@ int RunCallBench(const CallBenchArgs& a) {
     if (!caller.ok()) return Fail(caller.status().ToString());
     callers[d] = std::move(caller).value();
   }
+  auto requests = BenchRequests(a, cases.value());
+  if (!requests.ok()) return Fail(requests.status().ToString());
   for (size_t round = 0; round <= a.rounds; ++round) {
-    for (const BenchCase& c : cases.value()) {
-      CallInputs in;
-      in.tools_path = a.tools;
-      in.utterance = c.utterance;
-      in.tool_choice = a.tool_choice;
-      auto request = BuildCallRequest(in);
-      if (!request.ok()) return Fail(request.status().ToString());
+    for (size_t i = 0; i < cases->size(); ++i) {
+      const BenchCase& c = cases.value()[i];
       for (int d = 0; d < 2; ++d) {
         FunctionCaller& caller = *callers[d];
         ModeResult& r = results[d];
         FollowText follow(caller.constraint_vocab(), c.output);
         caller.set_choice_hook(&follow);
         const double cpu0 = ProcessCpuMs();
-        auto outcome = caller.Call(request.value());
+        auto outcome = caller.Call(requests.value()[i]);
         const double cpu = ProcessCpuMs() - cpu0;
         caller.set_choice_hook(nullptr);
         if (!outcome.ok()) return Fail("'" + c.utterance + "': " + outcome.status().ToString());

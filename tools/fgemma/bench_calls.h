@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/call_request.h"
 #include "util/status.h"
 
 namespace fgemma::cli {
@@ -27,6 +28,8 @@ struct BenchCase {
   std::string utterance, output;
 };
 Result<std::vector<BenchCase>> ReadBenchCases(const std::string& path);
+// The request of each case: its utterance against a.tools under a.tool_choice.
+Result<std::vector<CallRequest>> BenchRequests(const CallBenchArgs& a, const std::vector<BenchCase>& cases);
 // Nearest-rank percentile p in [0, 1] of v (0 when empty).
 double Percentile(std::vector<double> v, double p);
 

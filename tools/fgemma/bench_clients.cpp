@@ -108,16 +108,8 @@ int RunClientsBench(const CallBenchArgs& a) {
   if (!cases.ok()) return Fail(cases.status().ToString());
   auto loaded = LoadModel(a.model, LoadOptions{});
   if (!loaded.ok()) return Fail(loaded.status().ToString());
-  std::vector<CallRequest> requests;
-  for (const BenchCase& c : cases.value()) {
-    CallInputs in;
-    in.tools_path = a.tools;
-    in.utterance = c.utterance;
-    in.tool_choice = a.tool_choice;
-    auto request = BuildCallRequest(in);
-    if (!request.ok()) return Fail(request.status().ToString());
-    requests.push_back(std::move(request).value());
-  }
+  auto requests = BenchRequests(a, cases.value());
+  if (!requests.ok()) return Fail(requests.status().ToString());
   Json rows = Json::array();
   if (!a.json)
     std::printf("%zu calls x %zu rounds per client, warm, drafts on, tool_choice %s, kernels %s, %d threads\n"
@@ -127,7 +119,7 @@ int RunClientsBench(const CallBenchArgs& a) {
   for (size_t clients : a.clients) {
     for (bool batch : {false, true}) {
       if (batch && clients == 1) continue;  // one client has nobody to share a pass with
-      auto r = Serve(loaded.value(), cases.value(), requests, a, clients, batch);
+      auto r = Serve(loaded.value(), cases.value(), requests.value(), a, clients, batch);
       if (!r.ok()) return Fail(r.status().ToString());
       rows.push_back({{"clients", clients},
                       {"batching", batch},
