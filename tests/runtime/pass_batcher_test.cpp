@@ -10,49 +10,16 @@
 
 #include "runtime/pass_batcher.h"
 #include "runtime/session.h"
+#include "session_trace.h"
 #include "test_support.h"
 #include "util/hash.h"
 
 namespace fgemma {
 namespace {
 
-struct Trace {
-  std::vector<int32_t> argmax;   // per step
-  std::vector<uint64_t> logits;  // hash of each step's logits
-  bool operator==(const Trace&) const = default;
-};
-
-// Prefills `prompt`, then decodes `steps` greedy tokens; odd steps restrict the head to a
-// candidate list (as constrained decoding does), even ones use the whole vocabulary.
-Trace Drive(Session& s, const std::vector<int32_t>& prompt, size_t steps) {
-  const size_t vocab = static_cast<size_t>(s.model().config().vocab_size);
-  std::vector<float> logits(vocab);
-  std::vector<int32_t> candidates;
-  for (int32_t id = 5; id < static_cast<int32_t>(vocab); id += 997) candidates.push_back(id);
-  Trace trace;
-  HeadRequest head;
-  head.index = prompt.size() - 1;
-  head.logits = logits.data();
-  Status st = s.Evaluate(prompt, std::span<HeadRequest>(&head, 1));
-  for (size_t i = 0; st.ok() && i <= steps; ++i) {
-    trace.argmax.push_back(head.argmax);
-    const size_t n = head.candidates.empty() ? vocab : head.candidates.size();
-    trace.logits.push_back(Hash64(logits.data(), n * sizeof(float)));
-    const int32_t next = head.argmax;
-    head = HeadRequest{};
-    head.logits = logits.data();
-    if (i % 2 == 0) head.candidates = candidates;
-    if (i < steps) st = s.Evaluate(std::span<const int32_t>(&next, 1), std::span<HeadRequest>(&head, 1));
-  }
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  return trace;
-}
-
-std::vector<int32_t> Prompt(size_t n, int32_t seed) {
-  std::vector<int32_t> ids(n);
-  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>(1000 + (seed * 7919 + 37 * static_cast<int32_t>(i)) % 200000);
-  return ids;
-}
+using test::Drive;
+using test::Prompt;
+using test::Trace;
 
 class PassBatcherTest : public ::testing::TestWithParam<const char*> {
  protected:
@@ -76,11 +43,14 @@ class PassBatcherTest : public ::testing::TestWithParam<const char*> {
 TEST_P(PassBatcherTest, ConcurrentSessionsGiveTheBitsOfEachAlone) {
   constexpr size_t kSessions = 4, kSteps = 14;
   const size_t lengths[kSessions] = {40, 29, 3, 57};
+  // Every second decode step restricted to these (a constrained decoder's candidate head).
+  std::vector<int32_t> candidates;
+  for (int32_t id = 5; id < model()->config().vocab_size; id += 997) candidates.push_back(id);
   for (int threads : {1, 2}) {
     SCOPED_TRACE(std::to_string(threads) + " threads");
     std::vector<Trace> alone;
     for (size_t i = 0; i < kSessions; ++i)
-      alone.push_back(Drive(*NewSession(std::make_shared<ThreadPool>(threads), nullptr), Prompt(lengths[i], static_cast<int32_t>(i)), kSteps));
+      alone.push_back(Drive(*NewSession(std::make_shared<ThreadPool>(threads), nullptr), Prompt(lengths[i], static_cast<int32_t>(i)), kSteps, candidates));
 
     auto pool = std::make_shared<ThreadPool>(threads);
     // Passes of at most 24 rows: the longer prompts join in chunks beside the others' decode steps.
@@ -97,7 +67,7 @@ TEST_P(PassBatcherTest, ConcurrentSessionsGiveTheBitsOfEachAlone) {
           // Rounds 1 and 2 declare themselves active, so leaders gather them into one pass.
           std::optional<PassBatcher::Participation> active;
           if (round > 0) active.emplace(batcher.value().get());
-          together[i] = Drive(*sessions[i], Prompt(lengths[i], static_cast<int32_t>(i)), kSteps);
+          together[i] = Drive(*sessions[i], Prompt(lengths[i], static_cast<int32_t>(i)), kSteps, candidates);
         });
       for (auto& d : drivers) d.join();
       for (size_t i = 0; i < kSessions; ++i) EXPECT_EQ(together[i], alone[i]) << "session " << i << ", round " << round;

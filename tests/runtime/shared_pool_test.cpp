@@ -8,45 +8,16 @@
 #include <vector>
 
 #include "runtime/session.h"
+#include "session_trace.h"
 #include "test_support.h"
 #include "util/hash.h"
 
 namespace fgemma {
 namespace {
 
-struct Trace {
-  std::vector<int32_t> argmax;   // per step
-  std::vector<uint64_t> logits;  // hash of each step's full logits row
-  bool operator==(const Trace&) const = default;
-};
-
-// Prefills `prompt` in chunks of 16 (the mini model's window is 16: the ring wraps inside a
-// prefill), then decodes `steps` greedy tokens, recording every step's argmax and logits.
-Trace Drive(Session& s, const std::vector<int32_t>& prompt, size_t steps) {
-  const size_t vocab = static_cast<size_t>(s.model().config().vocab_size);
-  std::vector<float> logits(vocab);
-  Trace trace;
-  HeadRequest head;
-  head.index = prompt.size() - 1;
-  head.logits = logits.data();
-  Status st = s.Evaluate(prompt, std::span<HeadRequest>(&head, 1));
-  for (size_t i = 0; st.ok() && i <= steps; ++i) {
-    trace.argmax.push_back(head.argmax);
-    trace.logits.push_back(Hash64(logits.data(), logits.size() * sizeof(float)));
-    const int32_t next = head.argmax;
-    head = HeadRequest{};
-    head.logits = logits.data();
-    if (i < steps) st = s.Evaluate(std::span<const int32_t>(&next, 1), std::span<HeadRequest>(&head, 1));
-  }
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  return trace;
-}
-
-std::vector<int32_t> Prompt(size_t n, int32_t seed) {
-  std::vector<int32_t> ids(n);
-  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>(1000 + (seed * 7919 + 37 * static_cast<int32_t>(i)) % 200000);
-  return ids;
-}
+using test::Drive;
+using test::Prompt;
+using test::Trace;
 
 class SharedPool : public ::testing::TestWithParam<const char*> {
  protected:
