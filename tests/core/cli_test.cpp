@@ -104,6 +104,32 @@ TEST(Cli, CallNoDraftWritesTheSameCalls) {
   EXPECT_LT(a["timing"]["passes"].get<size_t>(), b["timing"]["passes"].get<size_t>()) << w2 << n2;
 }
 
+// Issue 14: `bench --calls` times the call set with and without drafts and reports passes per call.
+TEST(Cli, BenchCallsReportsPassesWithAndWithoutDrafts) {
+  const std::string src = FGEMMA_SOURCE_DIR;
+  std::string out;
+  ASSERT_EQ(test::RunCommand("timeout 300 " + Cli() + " bench --model " + test::FixturePath("models/mini-q8_0.gguf") +
+                                 " --threads 2 --calls " + src + "/examples/smart-home/calls.jsonl --tools " + src +
+                                 "/examples/smart-home/tools.json --rounds 1 --json",
+                             &out),
+            0)
+      << out;
+  const Json j = Json::parse(out);
+  EXPECT_EQ(j["distinct_calls"].get<size_t>(), 24u);
+  const Json &draft = j["modes"]["draft"], &plain = j["modes"]["no_draft"];
+  EXPECT_EQ(draft["tokens_per_call"], plain["tokens_per_call"]);
+  EXPECT_EQ(plain["drafted_per_call"].get<double>(), 0.0);
+  EXPECT_GT(draft["accepted_per_call"].get<double>(), 0.0);
+  EXPECT_LT(draft["passes_per_call"].get<double>(), plain["passes_per_call"].get<double>());
+  EXPECT_GT(draft["p50_ms"].get<double>(), 0.0);
+  out.clear();
+  EXPECT_EQ(test::RunCommand(Cli() + " bench --model " + test::FixturePath("models/mini-q8_0.gguf") + " --calls " + src +
+                                 "/examples/smart-home/calls.jsonl 2>&1",
+                             &out),
+            1);
+  EXPECT_NE(out.find("--calls needs --tools"), std::string::npos) << out;
+}
+
 // --version names the kernels chosen for this CPU (as bench and fgemma_kernel_target do).
 TEST(Cli, VersionNamesTheKernelTarget) {
   std::string out;
