@@ -21,9 +21,10 @@ Json ErrorBody(const std::string& message, const std::string& type) {
   return {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}}}};
 }
 
-Json ModelsBody(const std::string& model) {
-  return {{"object", "list"},
-          {"data", Json::array({{{"id", model}, {"object", "model"}, {"created", 0}, {"owned_by", "fgemma"}}})}};
+Json ModelsBody(const std::vector<std::string>& models) {
+  Json data = Json::array();
+  for (const std::string& id : models) data.push_back({{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "fgemma"}});
+  return {{"object", "list"}, {"data", std::move(data)}};
 }
 
 Json ToolCallJson(const ResponseMeta& meta, size_t index, const std::string& name, const std::string& arguments) {

@@ -21,7 +21,8 @@ struct ResponseMeta {
 std::string DumpJson(const Json& j);
 
 Json ErrorBody(const std::string& message, const std::string& type);
-Json ModelsBody(const std::string& model);
+// The /v1/models list: one entry per served model id, in order.
+Json ModelsBody(const std::vector<std::string>& models);
 // One entry of message.tool_calls: {"id":"call_N_I","type":"function","function":{name, arguments}}
 // (arguments as JSON text).
 Json ToolCallJson(const ResponseMeta& meta, size_t index, const std::string& name, const std::string& arguments);

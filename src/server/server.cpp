@@ -34,10 +34,36 @@ namespace fgemma::server {
 
 struct Server::Impl {
   ServerOptions options;
-  std::string model_name;
   std::string bind_address;  // the resolved address of options.host that was checked
-  std::shared_ptr<PassBatcher> batcher;  // null: each session runs its own passes
-  std::unique_ptr<CallerPool> pool;
+  // A model the server answers for: the base (with --lora's adapter, if any), or a named LoRA
+  // adapter over the same mapped weights; each with its sessions, catalog states and batcher.
+  struct Variant {
+    std::string name;
+    std::shared_ptr<PassBatcher> batcher;  // null: each session runs its own passes
+    std::unique_ptr<CallerPool> pool;
+  };
+  std::vector<Variant> variants;  // [0]: the base's name, the default
+
+  const Variant* Find(const std::string& name) const {
+    for (const Variant& v : variants)
+      if (v.name == name) return &v;
+    return nullptr;
+  }
+  std::vector<std::string> Names() const {
+    std::vector<std::string> names;
+    for (const Variant& v : variants) names.push_back(v.name);
+    return names;
+  }
+  size_t Sessions() const {
+    size_t n = 0;
+    for (const Variant& v : variants) n += v.pool->size();
+    return n;
+  }
+  size_t Busy() const {
+    size_t n = 0;
+    for (const Variant& v : variants) n += v.pool->busy();
+    return n;
+  }
   httplib::Server http;
   std::unique_ptr<ConnectionReaper> reaper;
   std::atomic<uint64_t> next_id{1};
@@ -143,23 +169,38 @@ void Server::Impl::Routes() {
     SendError(res, 500, "internal error: " + what, "server_error");
   });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    const size_t busy = Busy(), flight = in_flight.load();
     Json j = {{"status", stopping ? "stopping" : "ok"},
-              {"sessions", pool->size()},
-              {"busy", pool->busy()},
-              {"queued", in_flight.load() > pool->busy() ? in_flight.load() - pool->busy() : 0},
+              {"sessions", Sessions()},
+              {"busy", busy},
+              {"queued", flight > busy ? flight - busy : 0},
               {"client_disconnects", client_disconnects.load()},
               {"reaped_connections", reaper ? reaper->reaped() : 0}};
-    if (batcher) {
-      const PassBatcher::Stats st = batcher->stats();
-      j["batching"] = {{"passes", st.passes},
-                       {"rows", st.rows},
-                       {"shared_passes", st.shared},
-                       {"max_sessions_per_pass", st.max_sessions}};
+    PassBatcher::Stats total;
+    bool batching = false;
+    for (const Variant& v : variants) {
+      if (!v.batcher) continue;
+      batching = true;
+      const PassBatcher::Stats st = v.batcher->stats();
+      total.passes += st.passes;
+      total.rows += st.rows;
+      total.shared += st.shared;
+      total.max_sessions = std::max(total.max_sessions, st.max_sessions);
+    }
+    if (batching)
+      j["batching"] = {{"passes", total.passes},
+                       {"rows", total.rows},
+                       {"shared_passes", total.shared},
+                       {"max_sessions_per_pass", total.max_sessions}};
+    if (variants.size() > 1) {
+      j["models"] = Json::array();
+      for (const Variant& v : variants)
+        j["models"].push_back({{"id", v.name}, {"sessions", v.pool->size()}, {"busy", v.pool->busy()}});
     }
     res.set_content(DumpJson(j), "application/json");
   });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(DumpJson(ModelsBody(model_name)), "application/json");
+    res.set_content(DumpJson(ModelsBody(Names())), "application/json");
   });
   http.Post("/v1/chat/completions",
             httplib::Server::HandlerWithContentReader(
@@ -236,12 +277,17 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
   if (!body.ok()) return SendError(res, 400, body.status().message(), "invalid_request_error");
   if (!body->is_object()) return SendError(res, 400, "request body must be a JSON object", "invalid_request_error");
   const OrderedJson& b = body.value();
+  // `model` picks the base or one of its adapters (absent: the base).
+  const Variant* variant = &variants.front();
   if (b.contains("model")) {
     if (!b["model"].is_string()) return SendError(res, 400, "model: expected a string", "invalid_request_error");
-    if (b["model"].get<std::string>() != model_name)
-      return SendError(res, 404,
-                       "model \"" + b["model"].get<std::string>() + "\" does not exist (serving \"" + model_name + "\")",
+    variant = Find(b["model"].get<std::string>());
+    if (variant == nullptr) {
+      std::string served;
+      for (const std::string& name : Names()) served += (served.empty() ? "\"" : ", \"") + name + "\"";
+      return SendError(res, 404, "model \"" + b["model"].get<std::string>() + "\" does not exist (serving " + served + ")",
                        "not_found_error");
+    }
   }
   if (b.contains("stream") && !b["stream"].is_boolean() && !b["stream"].is_null())
     return SendError(res, 400, "stream: expected a boolean", "invalid_request_error");
@@ -269,7 +315,7 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
   const bool stream = b.contains("stream") && b["stream"].is_boolean() && b["stream"].get<bool>();
 
   // Admission: at most sessions + --max-queue requests hold or wait for a session.
-  if (in_flight.fetch_add(1) >= pool->size() + options.max_queue) {
+  if (in_flight.fetch_add(1) >= Sessions() + options.max_queue) {
     --in_flight;
     res.set_header("Retry-After", "1");
     return SendError(res, 429,
@@ -279,7 +325,7 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
   std::shared_ptr<void> admitted(nullptr, [this](void*) { --in_flight; });
   const uint64_t catalog_key = Hash64(request->tools_json.dump());
   std::shared_ptr<CallerPool::Lease> lease =
-      pool->Acquire(catalog_key, std::chrono::milliseconds(options.queue_timeout_ms));
+      variant->pool->Acquire(catalog_key, std::chrono::milliseconds(options.queue_timeout_ms));
   if (!lease) {
     res.set_header("Retry-After", "1");
     return SendError(res, 503, "all sessions are busy; retry later", "server_busy_error");
@@ -287,7 +333,7 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
   // Which pooled session answered (diagnostics; every session gives the same answer).
   res.set_header("X-Fgemma-Session", std::to_string(lease->index));
 
-  ResponseMeta meta{"chatcmpl-" + std::to_string(next_id++), static_cast<int64_t>(std::time(nullptr)), model_name};
+  ResponseMeta meta{"chatcmpl-" + std::to_string(next_id++), static_cast<int64_t>(std::time(nullptr)), variant->name};
   // Runs the call, feeding each generated token to a ChatStream; `emit` (streaming only) gets the
   // deltas of each token (maybe none) as they complete and stops the call by returning false.
   // A call stopped by max_tokens (FinishReason::kLength) or by --request-timeout-s
@@ -437,30 +483,54 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   impl->options = options;
   // Bind the address that was checked: a second lookup could answer differently.
   impl->bind_address = addresses.front();
-  impl->model_name = options.model_name;
-  if (impl->model_name.empty()) {
+  std::string base_name = options.model_name;
+  if (base_name.empty()) {
     std::filesystem::path p(options.model_path);
-    impl->model_name = (p.has_filename() ? p.filename() : p.parent_path().filename()).string();
+    base_name = (p.has_filename() ? p.filename() : p.parent_path().filename()).string();
+  }
+  // The served models: the base under its name (with --lora's adapter, if any), then each named
+  // adapter; their names are checked before the weights are loaded.
+  struct Served {
+    std::string name, lora;
+  };
+  std::vector<Served> served = {{base_name, options.lora}};
+  for (const std::string& spec : options.adapters) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return InvalidArgument("--lora " + spec + ": a named adapter is NAME=DIR[:SCALE]");
+    const std::string name = spec.substr(0, eq);
+    if (name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != std::string::npos)
+      return InvalidArgument("--lora " + spec + ": the model name \"" + name + "\" may hold only letters, digits, '.', '_' and '-'");
+    for (const Served& s : served)
+      if (s.name == name) return InvalidArgument("--lora " + spec + ": the model name \"" + name + "\" is served twice");
+    served.push_back({name, spec.substr(eq + 1)});
   }
   FGEMMA_TRY(LoadedModel loaded, LoadModel(options.model_path));
-  FunctionCallerOptions fo;
-  fo.threads = options.threads;
-  fo.context = options.context;
-  fo.cache_path = options.cache_path;
-  fo.trust_content_tokens = options.trust_content_tokens;
-  if (!options.lora.empty()) {
-    FGEMMA_TRY(LoraSpec spec, ParseLoraSpec(options.lora));
-    FGEMMA_TRY(fo.lora, LoraAdapter::Load(spec, loaded.model->config()));
-    FGEMMA_RETURN_IF_ERROR(fo.lora->CheckFits(*loaded.model));
+  FunctionCallerOptions base_options;
+  base_options.threads = options.threads;
+  base_options.context = options.context;
+  base_options.cache_path = options.cache_path;
+  base_options.trust_content_tokens = options.trust_content_tokens;
+  base_options.pool = SharedThreadPool(options.threads);  // one pool for every model's sessions
+  for (const Served& s : served) {
+    FunctionCallerOptions fo = base_options;
+    if (&s != &served.front()) fo.cache_path.clear();  // the cache file belongs to the base's name
+    if (!s.lora.empty()) {
+      FGEMMA_TRY(LoraSpec spec, ParseLoraSpec(s.lora));
+      FGEMMA_TRY(fo.lora, LoraAdapter::Load(spec, loaded.model->config()));
+      FGEMMA_RETURN_IF_ERROR(fo.lora->CheckFits(*loaded.model));
+    }
+    Impl::Variant v;
+    v.name = s.name;
+    if (options.batch && options.sessions > 1) {
+      // Continuous batching: this model's requests decoding at the same time share each pass over
+      // the weights (with its adapter).
+      FGEMMA_TRY(v.batcher, PassBatcher::Create(loaded.model, 256, options.context, fo.pool, fo.lora));
+      fo.batcher = v.batcher;
+    }
+    FGEMMA_TRY(v.pool, CallerPool::Create(loaded, fo, options.sessions));
+    impl->variants.push_back(std::move(v));
   }
-  if (options.batch && options.sessions > 1) {
-    // Continuous batching: requests decoding at the same time share each pass over the weights
-    // (with the sessions' adapter).
-    fo.pool = SharedThreadPool(options.threads);
-    FGEMMA_TRY(impl->batcher, PassBatcher::Create(loaded.model, 256, options.context, fo.pool, fo.lora));
-    fo.batcher = impl->batcher;
-  }
-  FGEMMA_TRY(impl->pool, CallerPool::Create(loaded, fo, options.sessions));
   // Workers well beyond the sessions: requests beyond the pool wait in Acquire (bounded by
   // --max-queue and --queue-timeout-ms) and slow clients, each cut after --read-timeout-s, cannot
   // hold them all, so /health stays answerable.
@@ -525,8 +595,10 @@ Status Server::Start() {
 
 Status Server::Run() {
   FGEMMA_RETURN_IF_ERROR(Bind());
-  std::fprintf(stderr, "fgemma: serving %s on http://%s:%d (%zu sessions)\n", impl_->model_name.c_str(),
-               impl_->options.host.c_str(), port_, impl_->pool->size());
+  std::string names;
+  for (const std::string& name : impl_->Names()) names += (names.empty() ? "" : ", ") + name;
+  std::fprintf(stderr, "fgemma: serving %s on http://%s:%d (%zu sessions)\n", names.c_str(), impl_->options.host.c_str(),
+               port_, impl_->Sessions());
   if (!impl_->http.listen_after_bind()) return IoError("server stopped with an error");
   return Status::Ok();
 }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "util/status.h"
 
@@ -39,7 +40,11 @@ struct ServerOptions {
   bool trust_content_tokens = false;  // FunctionCallerOptions::trust_content_tokens
   bool batch = true;                // sessions decoding at once share forward passes (PassBatcher)
   double drain_s = 10;             // Shutdown(): wait for requests already received, at most this long
-  std::string lora;                // one LoRA adapter every session runs with: "DIR[:SCALE]" ("" = none)
+  std::string lora;                // the LoRA adapter the model name above runs with: "DIR[:SCALE]" ("" = none)
+  // More models over the same base weights (mapped once): "NAME=DIR[:SCALE]" each, a PEFT LoRA
+  // adapter with `sessions` callers (and catalog states) of its own; a request's `model` picks
+  // NAME, or the base's name (the default when absent).
+  std::vector<std::string> adapters;
 };
 
 class Server {

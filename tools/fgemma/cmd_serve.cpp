@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <thread>
+#include <vector>
 
 #include "command.h"
 #include "server/server.h"
@@ -14,7 +15,26 @@ namespace {
 // Signals only count; a watcher thread acts on them (nothing else is safe in a handler).
 std::atomic<int> g_signals{0};
 
-int RunServe(const server::ServerOptions& o) {
+// A --lora value names a model when it reads NAME=...: a name of letters, digits, '.', '_', '-'
+// before the first '=' (a directory path holds a '/' there, or no '=' at all).
+bool IsNamedAdapter(const std::string& spec) {
+  const size_t eq = spec.find('=');
+  return eq != std::string::npos && eq > 0 &&
+         spec.substr(0, eq).find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == std::string::npos;
+}
+
+int RunServe(server::ServerOptions o, const std::vector<std::string>& loras) {
+  for (const std::string& spec : loras) {
+    if (IsNamedAdapter(spec)) {
+      o.adapters.push_back(spec);
+    } else if (o.lora.empty()) {
+      o.lora = spec;
+    } else {
+      return Fail("--lora " + spec + ": the base model already runs with " + o.lora +
+                  " (name further adapters: --lora NAME=DIR[:SCALE])");
+    }
+  }
   auto srv = server::Server::Create(o);
   if (!srv.ok()) return Fail(srv.status().ToString());
   server::Server& server = *srv.value();
@@ -40,7 +60,10 @@ CommandRegistration reg(90, [](CLI::App& app) -> std::function<int()> {
   auto o = std::make_shared<server::ServerOptions>();
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/chat/completions, /v1/models, /health)");
   cmd->add_option("--model", o->model_path, "model directory, .safetensors or .gguf")->required();
-  cmd->add_option("--lora", o->lora, "PEFT LoRA adapter directory every session runs with; DIR:SCALE multiplies its update");
+  auto loras = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--lora", *loras,
+                  "PEFT LoRA adapter: DIR[:SCALE] for the model's own name, or NAME=DIR[:SCALE] (repeatable) to "
+                  "serve the adapter over the same weights as model NAME (a request's \"model\" picks it)");
   cmd->add_option("--host", o->host, "address or name to bind (unless every address it resolves to is loopback, requires --api-key)")->capture_default_str();
   cmd->add_option("--port", o->port, "port (0: any free port)")->capture_default_str();
   cmd->add_option("--api-key", o->api_key, "require Authorization: Bearer KEY on /v1/*");
@@ -71,7 +94,7 @@ CommandRegistration reg(90, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--drain-s", o->drain_s,
                   "on SIGINT/SIGTERM, wait this long for requests already received (new ones get 503)")
       ->capture_default_str();
-  return [o] { return RunServe(*o); };
+  return [o, loras] { return RunServe(*o, *loras); };
 });
 
 }  // namespace
