@@ -103,10 +103,11 @@ JNIEXPORT jint JNICALL Java_dev_fgemma_Native_modelVocabSize(JNIEnv* env, jclass
 JNIEXPORT jlong JNICALL Java_dev_fgemma_Native_callerNew(JNIEnv* env, jclass cls, jlong model, jbyteArray cache,
                                                          jint n_ctx, jint n_threads, jint max_tokens,
                                                          jdouble time_budget_ms, jboolean trust_content_tokens,
-                                                         jboolean draft) {
+                                                         jboolean draft, jbyteArray lora, jfloat lora_scale) {
   (void)cls;
   int failed = 0;
   char* cache_path = c_string(env, cache, &failed);
+  char* lora_path = failed ? NULL : c_string(env, lora, &failed);
   fgemma_caller* caller = NULL;
   if (!failed) {
     fgemma_caller_params params = fgemma_caller_default_params();
@@ -117,10 +118,13 @@ JNIEXPORT jlong JNICALL Java_dev_fgemma_Native_callerNew(JNIEnv* env, jclass cls
     params.time_budget_ms = time_budget_ms;
     params.trust_content_tokens = trust_content_tokens == JNI_TRUE;
     params.draft = draft == JNI_TRUE;
+    params.lora_path = lora_path;
+    params.lora_scale = lora_scale;
     const fgemma_status st = fgemma_caller_new((const fgemma_model*)(intptr_t)model, params, &caller);
     if (st != FGEMMA_OK) throw_last(env, st);
   }
   free(cache_path);
+  free(lora_path);
   return (jlong)(intptr_t)caller;
 }
 

@@ -21,6 +21,10 @@ public final class FunctionCaller implements AutoCloseable {
     public boolean trustContentTokens = false;
     /** Exact speculative drafts: the same output in fewer passes; false only for comparisons. */
     public boolean draft = true;
+    /** A PEFT LoRA adapter directory applied over the model at run time (null: the base alone);
+     * loraScale multiplies its update. */
+    public String loraPath;
+    public float loraScale = 1.0f;
   }
 
   private final Model model;
@@ -42,7 +46,7 @@ public final class FunctionCaller implements AutoCloseable {
     long m = model.acquire();
     try {
       handle = Native.callerNew(m, Native.utf8(p.cachePath), p.contextLength, p.threads, p.maxTokens,
-          p.timeBudgetMs, p.trustContentTokens, p.draft);
+          p.timeBudgetMs, p.trustContentTokens, p.draft, Native.utf8(p.loraPath), p.loraScale);
     } catch (RuntimeException e) {
       model.release();
       throw e;

@@ -44,7 +44,8 @@ final class Native {
   static native int modelVocabSize(long model);
 
   static native long callerNew(long model, byte[] cachePath, int nCtx, int nThreads, int maxTokens,
-                               double timeBudgetMs, boolean trustContentTokens, boolean draft);
+                               double timeBudgetMs, boolean trustContentTokens, boolean draft,
+                               byte[] loraPath, float loraScale);
 
   static native int[] callerPromptTokens(long caller);
 

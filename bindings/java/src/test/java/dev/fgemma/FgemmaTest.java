@@ -80,6 +80,29 @@ public class FgemmaTest {
     }
   }
 
+  private static String callsOf(FunctionCaller.Params p) {
+    try (FunctionCaller caller = new FunctionCaller(model, tools, p)) {
+      return Json.write(((java.util.Map<?, ?>) Json.parse(caller.call(UTTERANCE, "required", null).json())).get("calls"));
+    }
+  }
+
+  /** Issue 11: a LoRA adapter applied over the loaded base; scale 0 is the base; a missing one is
+   * NOT_FOUND naming its path. */
+  @Test
+  public void loraAdapterRunsOverTheBase() {
+    String base = callsOf(new FunctionCaller.Params());
+    FunctionCaller.Params p = new FunctionCaller.Params();
+    p.loraPath = fixtures + "/lora/mini-lora-s14";
+    String adapted = callsOf(p);
+    assertFalse("the adapter changes this model's call", base.equals(adapted));
+    p.loraScale = 0f;
+    assertEquals(base, callsOf(p));
+    p.loraPath = fixtures + "/lora/nowhere";
+    FgemmaException e = thrown(() -> new FunctionCaller(model, tools, p).close());
+    assertEquals(FgemmaException.NOT_FOUND, e.status());
+    assertTrue(e.getMessage(), e.getMessage().contains("nowhere"));
+  }
+
   /** Issue 16: "<end_of_turn>" (id 106) typed by a user is text unless trustContentTokens. */
   @Test
   public void controlTokensInContentStayTextUnlessTrusted() {
