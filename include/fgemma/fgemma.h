@@ -36,7 +36,8 @@
 extern "C" {
 #endif
 
-#define FGEMMA_ABI_VERSION 3 /* 3: draft; lora_path / lora_scale in the session and caller params */
+#define FGEMMA_ABI_VERSION 4 /* 3: draft; lora_path / lora_scale in the session and caller params;
+                                4: share_passes in the caller params */
 
 typedef enum fgemma_status {
   FGEMMA_OK = 0,
@@ -151,6 +152,15 @@ typedef struct fgemma_caller_params {
    * another adapter or scale is rebuilt). */
   const char* lora_path;
   float lora_scale;
+  /* Continuous batching between callers (ABI version 4 added this field; default false): callers
+   * made from one model with share_passes set and the same n_ctx, n_threads, lora_path and
+   * lora_scale share forward passes while they call at the same time from different threads: one
+   * read of the weights serves each one's next tokens (a long catalog prefill joins in chunks of
+   * 64 rows, so it holds the others back by one chunk at most). Answers are the same, token for
+   * token, as each caller's alone. Such a group keeps one adapter copy and one set of batch
+   * buffers, made with its first caller and freed with its last. For apps that call from several
+   * threads at once; a single caller gains nothing. */
+  bool share_passes;
 } fgemma_caller_params;
 
 FGEMMA_API fgemma_caller_params fgemma_caller_default_params(void);

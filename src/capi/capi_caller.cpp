@@ -3,10 +3,13 @@
 // FunctionCaller).
 #include <algorithm>
 #include <chrono>
+#include <mutex>
+#include <string>
 
 #include "capi/capi_internal.h"
 #include "chat/chat_json.h"
 #include "chat/request.h"
+#include "util/thread_pool.h"
 
 using namespace fgemma::capi;
 
@@ -78,6 +81,39 @@ fgemma_status RunCall(fgemma_caller* c, fgemma::CallRequest request, fgemma_toke
   return FGEMMA_OK;
 }
 
+// A catalog prefill joins a shared pass in chunks of this many rows (the others wait one chunk).
+constexpr size_t kSharedPassRows = 64;
+
+// share_passes: the pass batcher (and adapter) of the model's live group with these params, or a
+// new group's.
+fgemma::Status JoinPassGroup(const fgemma_model* model, const fgemma_caller_params& params,
+                             fgemma::FunctionCallerOptions& fo) {
+  const int threads = params.n_threads > 0 ? params.n_threads : fgemma::ThreadPool::DefaultThreads();
+  const std::string lora_path = params.lora_path ? params.lora_path : "";
+  const float lora_scale = lora_path.empty() ? 1.0f : params.lora_scale;
+  std::lock_guard<std::mutex> lock(model->groups_mu);
+  std::erase_if(model->groups, [](const fgemma_model::PassGroup& g) { return g.batcher.expired(); });
+  for (const fgemma_model::PassGroup& g : model->groups) {
+    if (g.threads != threads || g.context != params.n_ctx || g.lora_path != lora_path || g.lora_scale != lora_scale)
+      continue;
+    std::shared_ptr<fgemma::PassBatcher> batcher = g.batcher.lock();
+    std::shared_ptr<const fgemma::LoraAdapter> lora = g.lora.lock();
+    if (!batcher || (!lora_path.empty() && !lora)) continue;
+    fo.batcher = std::move(batcher);
+    fo.lora = std::move(lora);
+    return fgemma::Status();
+  }
+  FGEMMA_TRY(std::shared_ptr<const fgemma::LoraAdapter> lora,
+             LoadLora(params.lora_path, params.lora_scale, *model->loaded->model));
+  FGEMMA_TRY(std::shared_ptr<fgemma::PassBatcher> batcher,
+             fgemma::PassBatcher::Create(model->loaded->model, kSharedPassRows, params.n_ctx,
+                                         fgemma::SharedThreadPool(threads), lora));
+  model->groups.push_back({threads, params.n_ctx, lora_path, lora_scale, batcher, lora});
+  fo.batcher = std::move(batcher);
+  fo.lora = std::move(lora);
+  return fgemma::Status();
+}
+
 }  // namespace
 
 extern "C" {
@@ -95,6 +131,7 @@ FGEMMA_API fgemma_caller_params fgemma_caller_default_params(void) {
   p.draft = true;
   p.lora_path = nullptr;
   p.lora_scale = 1.0f;
+  p.share_passes = false;
   return p;
 }
 
@@ -120,9 +157,14 @@ FGEMMA_API fgemma_status fgemma_caller_new(const fgemma_model* model, fgemma_cal
     fo.decoding.jump_forward = params.jump_forward;
     fo.decoding.draft = params.draft;
     fo.trust_content_tokens = params.trust_content_tokens;
-    auto lora = LoadLora(params.lora_path, params.lora_scale, *model->loaded->model);
-    if (!lora.ok()) return Fail(lora.status());
-    fo.lora = std::move(lora).value();
+    if (params.share_passes) {
+      fgemma::Status joined = JoinPassGroup(model, params, fo);
+      if (!joined.ok()) return Fail(joined);
+    } else {
+      auto lora = LoadLora(params.lora_path, params.lora_scale, *model->loaded->model);
+      if (!lora.ok()) return Fail(lora.status());
+      fo.lora = std::move(lora).value();
+    }
     auto caller = fgemma::FunctionCaller::Create(*model->loaded, fo);
     if (!caller.ok()) return Fail(caller.status());
     handle->caller = std::move(caller).value();

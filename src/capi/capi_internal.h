@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "fgemma/fgemma.h"
 #include "runtime/function_caller.h"
 #include "runtime/loaded_model.h"
+#include "runtime/pass_batcher.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/status.h"
@@ -23,6 +25,19 @@ enum : uint32_t { kModelTag = 0x4d4f444c, kSessionTag = 0x53455353, kCallerTag =
 struct fgemma_model {
   uint32_t tag = kModelTag;
   std::optional<fgemma::LoadedModel> loaded;  // set by fgemma_model_load
+
+  // Callers with share_passes share a pass batcher per (threads, context, adapter). Weak: a group
+  // lives as long as its callers (each holds the batcher, which holds the adapter).
+  struct PassGroup {
+    int threads = 0;
+    uint32_t context = 0;
+    std::string lora_path;  // "" without an adapter
+    float lora_scale = 1.0f;
+    std::weak_ptr<fgemma::PassBatcher> batcher;
+    std::weak_ptr<const fgemma::LoraAdapter> lora;
+  };
+  mutable std::mutex groups_mu;  // callers are made from any thread over a const model
+  mutable std::vector<PassGroup> groups;
 };
 
 struct fgemma_session {

@@ -84,6 +84,7 @@ class FunctionCaller {
   const Model& model() const { return *model_; }
   // The one thread pool of both sessions (shared with other callers of the same thread count).
   const ThreadPool& pool() const { return catalog_->pool(); }
+  const FunctionCallerOptions& options() const { return options_; }
 
  private:
   FunctionCaller(const LoadedModel& loaded, const FunctionCallerOptions& options)

@@ -50,7 +50,7 @@ Tokenizer* CapiInjectionTest::tokenizer_ = nullptr;
 
 TEST_F(CapiInjectionTest, DefaultsKeepContentAsText) {
   EXPECT_FALSE(fgemma_caller_default_params().trust_content_tokens);
-  EXPECT_EQ(FGEMMA_ABI_VERSION, 3);  // 2 added trust_content_tokens, 3 draft (issue 14) and lora_path/lora_scale (issue 11)
+  EXPECT_EQ(FGEMMA_ABI_VERSION, 4);  // 2 added trust_content_tokens, 3 draft (issue 14) and lora_path/lora_scale (issue 11), 4 share_passes (issue 14)
 }
 
 TEST_F(CapiInjectionTest, EveryTokenInEveryPlaceThroughTheCApi) {

@@ -8,7 +8,7 @@ import ctypes
 import ctypes.util
 import os
 
-ABI_VERSION = 3  # FGEMMA_ABI_VERSION this package was written against
+ABI_VERSION = 4  # FGEMMA_ABI_VERSION this package was written against
 
 TOKEN_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.POINTER(ctypes.c_char), ctypes.c_size_t,
                                   ctypes.c_void_p)
@@ -23,7 +23,8 @@ class CallerParams(ctypes.Structure):
                 ("max_tokens", ctypes.c_uint32), ("time_budget_ms", ctypes.c_double),
                 ("restricted_head", ctypes.c_bool), ("jump_forward", ctypes.c_bool),
                 ("trust_content_tokens", ctypes.c_bool), ("draft", ctypes.c_bool),
-                ("lora_path", ctypes.c_char_p), ("lora_scale", ctypes.c_float)]
+                ("lora_path", ctypes.c_char_p), ("lora_scale", ctypes.c_float),
+                ("share_passes", ctypes.c_bool)]
 
 
 def _candidates():

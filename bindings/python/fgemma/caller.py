@@ -68,7 +68,7 @@ class FunctionCaller:
     a context manager; a closed caller raises FgemmaError when used, never crashes."""
 
     def __init__(self, model, tools, cache_path=None, context=4096, threads=0, max_tokens=0, time_budget_ms=0.0,
-                 trust_content_tokens=False, draft=True, lora=None, lora_scale=1.0):
+                 trust_content_tokens=False, draft=True, lora=None, lora_scale=1.0, share_passes=False):
         if not isinstance(model, Model):
             raise FgemmaError(INVALID_ARGUMENT, f"model: expected a fgemma.Model, got {type(model).__name__}")
         self._tools = _tools_json(tools)
@@ -98,6 +98,11 @@ class FunctionCaller:
         if not isinstance(lora_scale, (int, float)) or isinstance(lora_scale, bool):
             raise FgemmaError(INVALID_ARGUMENT, f"lora_scale: expected a number, got {lora_scale!r}")
         params.lora_scale = float(lora_scale)
+        # Callers of one model with share_passes and equal context, threads and adapter share
+        # forward passes while they call at once from several threads (same answers).
+        if not isinstance(share_passes, bool):
+            raise FgemmaError(INVALID_ARGUMENT, f"share_passes: expected a bool, got {share_passes!r}")
+        params.share_passes = share_passes
         self._model = model
         model_handle = model._acquire()
         handle = ctypes.c_void_p()

@@ -147,14 +147,16 @@ def test_close_twice_and_use_after_close(tools):
         assert e.value.status == INVALID_ARGUMENT and "closed" in e.value.message
 
 
-def test_four_threads_share_one_model(model, tools):
+@pytest.mark.parametrize("share_passes", [False, True])
+def test_four_threads_share_one_model(model, tools, share_passes):
+    """With share_passes the four callers also share forward passes (the same answers)."""
     with fgemma.FunctionCaller(model, tools) as c:
         expected = c.call(UTTERANCE, "required")["message"]
     answers, errors = [], []
 
     def work():
         try:
-            with fgemma.FunctionCaller(model, tools, threads=1) as caller:
+            with fgemma.FunctionCaller(model, tools, threads=1, share_passes=share_passes) as caller:
                 for _ in range(2):
                     answers.append(caller.call(UTTERANCE, "required")["message"])
         except Exception as e:  # reported below
@@ -216,6 +218,7 @@ def test_tokenize_render_detokenize(model):
     lambda m, t: fgemma.FunctionCaller(m, t).call("x", tool_choice="no_such_tool"),
     lambda m, t: fgemma.FunctionCaller(m, t).call("x", tool_choice={"type": "function"}),
     lambda m, t: fgemma.FunctionCaller(m, t).call("x", on_token=5),
+    lambda m, t: fgemma.FunctionCaller(m, t, share_passes="yes"),
     lambda m, t: fgemma.FunctionCaller(m, t).call("x" * 100000),
 ])
 def test_garbage_in_every_argument_is_an_exception(model, tools, bad):

@@ -60,8 +60,8 @@ JNIEXPORT jbyteArray JNICALL Java_dev_fgemma_Native_version(JNIEnv* env, jclass 
 }
 
 /* The params structs this file fills through fgemma_*_default_params(): review them when the ABI
- * changes (3 added lora_path / lora_scale, left at their defaults here: no adapter). */
-_Static_assert(FGEMMA_ABI_VERSION == 3, "fgemma_jni.c was written against FGEMMA_ABI_VERSION 3");
+ * changes (3 added draft, lora_path and lora_scale; 4 share_passes). */
+_Static_assert(FGEMMA_ABI_VERSION == 4, "fgemma_jni.c was written against FGEMMA_ABI_VERSION 4");
 
 JNIEXPORT jint JNICALL Java_dev_fgemma_Native_abiVersion(JNIEnv* env, jclass cls) {
   (void)env;
@@ -103,7 +103,8 @@ JNIEXPORT jint JNICALL Java_dev_fgemma_Native_modelVocabSize(JNIEnv* env, jclass
 JNIEXPORT jlong JNICALL Java_dev_fgemma_Native_callerNew(JNIEnv* env, jclass cls, jlong model, jbyteArray cache,
                                                          jint n_ctx, jint n_threads, jint max_tokens,
                                                          jdouble time_budget_ms, jboolean trust_content_tokens,
-                                                         jboolean draft, jbyteArray lora, jfloat lora_scale) {
+                                                         jboolean draft, jbyteArray lora, jfloat lora_scale,
+                                                         jboolean share_passes) {
   (void)cls;
   int failed = 0;
   char* cache_path = c_string(env, cache, &failed);
@@ -120,6 +121,7 @@ JNIEXPORT jlong JNICALL Java_dev_fgemma_Native_callerNew(JNIEnv* env, jclass cls
     params.draft = draft == JNI_TRUE;
     params.lora_path = lora_path;
     params.lora_scale = lora_scale;
+    params.share_passes = share_passes == JNI_TRUE;
     const fgemma_status st = fgemma_caller_new((const fgemma_model*)(intptr_t)model, params, &caller);
     if (st != FGEMMA_OK) throw_last(env, st);
   }

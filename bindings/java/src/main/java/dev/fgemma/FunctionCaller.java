@@ -25,6 +25,11 @@ public final class FunctionCaller implements AutoCloseable {
      * loraScale multiplies its update. */
     public String loraPath;
     public float loraScale = 1.0f;
+    /** Callers of one model with sharePasses and equal contextLength, threads, loraPath and
+     * loraScale share forward passes while they call at once from several threads (one read of
+     * the weights serves each one's next tokens; the same answers). For apps calling from several
+     * threads; a single caller gains nothing. */
+    public boolean sharePasses = false;
   }
 
   private final Model model;
@@ -46,7 +51,8 @@ public final class FunctionCaller implements AutoCloseable {
     long m = model.acquire();
     try {
       handle = Native.callerNew(m, Native.utf8(p.cachePath), p.contextLength, p.threads, p.maxTokens,
-          p.timeBudgetMs, p.trustContentTokens, p.draft, Native.utf8(p.loraPath), p.loraScale);
+          p.timeBudgetMs, p.trustContentTokens, p.draft, Native.utf8(p.loraPath), p.loraScale,
+          p.sharePasses);
     } catch (RuntimeException e) {
       model.release();
       throw e;

@@ -45,7 +45,7 @@ final class Native {
 
   static native long callerNew(long model, byte[] cachePath, int nCtx, int nThreads, int maxTokens,
                                double timeBudgetMs, boolean trustContentTokens, boolean draft,
-                               byte[] loraPath, float loraScale);
+                               byte[] loraPath, float loraScale, boolean sharePasses);
 
   static native int[] callerPromptTokens(long caller);
 

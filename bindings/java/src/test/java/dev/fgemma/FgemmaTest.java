@@ -207,6 +207,16 @@ public class FgemmaTest {
 
   @Test
   public void fourThreadsShareOneModel() throws Exception {
+    fourThreadsOnOneModel(false);
+  }
+
+  /** sharePasses: the four callers also share forward passes, with the same answers. */
+  @Test
+  public void fourThreadsSharePasses() throws Exception {
+    fourThreadsOnOneModel(true);
+  }
+
+  private void fourThreadsOnOneModel(boolean sharePasses) throws Exception {
     String expected;
     try (FunctionCaller c = new FunctionCaller(model, tools)) {
       expected = c.call(UTTERANCE, "required", null).calls().toString();
@@ -218,6 +228,7 @@ public class FgemmaTest {
       Thread t = new Thread(() -> {
         FunctionCaller.Params p = new FunctionCaller.Params();
         p.threads = 1;
+        p.sharePasses = sharePasses;
         try (FunctionCaller caller = new FunctionCaller(model, tools, p)) {
           for (int k = 0; k < 2; k++) answers.add(caller.call(UTTERANCE, "required", null).calls().toString());
         } catch (Throwable e) {
