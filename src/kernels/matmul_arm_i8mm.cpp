@@ -51,32 +51,46 @@ void InterleavePairs(const ArmDotJob& job, uint8_t* pairs) {
   }
 }
 
-// Block b of a panel as smmla operands: lo[c] = rows 0-1, hi[c] = rows 2-3, values 8c..8c+7 (the
-// q4_0 nibbles shifted to 16 * w as in matmul_arm_dot.cpp: the int32 dot is 16x, shifted back).
+// Post-indexed loads written out (one instruction that also moves its pointer; from the
+// intrinsics GCC keeps an address computation per pointer and block). Volatile keeps them in
+// program order: GCC otherwise gathers a block's loads early and spills what they feed.
+inline int8x16x4_t Load64(const uint8_t*& p) {
+  int8x16x4_t v;
+  asm volatile("ld1 {%S0.16b - %V0.16b}, [%1], #64" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[64]>(p)));
+  return v;
+}
+inline float32x4_t Load16(const uint8_t*& p) {
+  float32x4_t v;
+  asm volatile("ldr %q0, [%1], #16" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const float(*)[4]>(p)));
+  return v;
+}
+
+// Block b of a panel as smmla operands, moving `q` past it: lo[c] = rows 0-1, hi[c] = rows 2-3,
+// values 8c..8c+7. Lanes of group vector g are rows 0-3 of group g: zipping groups 2c and 2c + 1
+// gives row r's values 8c..8c+7 in 8 consecutive bytes, two rows per vector. q4_0: the packed
+// bytes are zipped first (byte i of group j holds elements 4j + i and 16 + 4j + i: one zip serves
+// both nibbles), then each nibble (4-bit two's complement, matmul_internal.h) is sign-extended to
+// the int8 w itself, so the tiles need no shift back.
 template <bool kQ4>
-inline void LoadTiles(const uint8_t* q, size_t b, int8x16_t lo[4], int8x16_t hi[4]) {
-  int8x16_t w[8];
+inline void LoadTiles(const uint8_t*& q, int8x16_t lo[4], int8x16_t hi[4]) {
   if constexpr (kQ4) {
-    const uint8x16x4_t v = vld1q_u8_x4(q + b * 64);
-    const uint8x16_t part[4] = {v.val[0], v.val[1], v.val[2], v.val[3]};
-    for (int j = 0; j < 4; ++j) {
-      w[j] = vreinterpretq_s8_u8(vshlq_n_u8(part[j], 4));
-      w[j + 4] = vreinterpretq_s8_u8(vandq_u8(part[j], vdupq_n_u8(0xF0)));
+    const int8x16x4_t v = Load64(q);
+    for (int h = 0; h < 2; ++h) {  // groups 2h, 2h + 1: values 8h.. (low nibbles), 16 + 8h.. (high)
+      const int32x4_t a = vreinterpretq_s32_s8(v.val[2 * h]), n = vreinterpretq_s32_s8(v.val[2 * h + 1]);
+      const int8x16_t r01 = vreinterpretq_s8_s32(vzip1q_s32(a, n)), r23 = vreinterpretq_s8_s32(vzip2q_s32(a, n));
+      lo[h] = vshrq_n_s8(vshlq_n_s8(r01, 4), 4);
+      hi[h] = vshrq_n_s8(vshlq_n_s8(r23, 4), 4);
+      lo[h + 2] = vshrq_n_s8(r01, 4);
+      hi[h + 2] = vshrq_n_s8(r23, 4);
     }
   } else {
-    const int8_t* p = reinterpret_cast<const int8_t*>(q + b * 128);
-    const int8x16x4_t l = vld1q_s8_x4(p), h = vld1q_s8_x4(p + 64);
-    for (int g = 0; g < 4; ++g) {
-      w[g] = l.val[g];
-      w[g + 4] = h.val[g];
+    const int8x16x4_t l = Load64(q), h = Load64(q);
+    const int8x16_t w[8] = {l.val[0], l.val[1], l.val[2], l.val[3], h.val[0], h.val[1], h.val[2], h.val[3]};
+    for (int c = 0; c < 4; ++c) {
+      const int32x4_t a = vreinterpretq_s32_s8(w[2 * c]), n = vreinterpretq_s32_s8(w[2 * c + 1]);
+      lo[c] = vreinterpretq_s8_s32(vzip1q_s32(a, n));
+      hi[c] = vreinterpretq_s8_s32(vzip2q_s32(a, n));
     }
-  }
-  // Lanes of w[g] are rows 0-3 of group g: zipping groups 2c and 2c + 1 gives row r's values
-  // 8c..8c+7 in 8 consecutive bytes, two rows per vector.
-  for (int c = 0; c < 4; ++c) {
-    const int32x4_t a = vreinterpretq_s32_s8(w[2 * c]), n = vreinterpretq_s32_s8(w[2 * c + 1]);
-    lo[c] = vreinterpretq_s8_s32(vzip1q_s32(a, n));
-    hi[c] = vreinterpretq_s8_s32(vzip2q_s32(a, n));
   }
 }
 
@@ -89,33 +103,30 @@ void Tile(const ArmDotJob& job, const uint8_t* panel, const uint8_t* pairs, size
   const size_t npairs = job.tokens / 2, region = npairs * 80;
   float32x4_t acc01[kP], acc23[kP];
   for (size_t k = 0; k < kP; ++k) acc01[k] = acc23[k] = vdupq_n_f32(0.0f);
-  const int8_t* x = reinterpret_cast<const int8_t*>(pairs + 64 * j0);
-  const float* dx = reinterpret_cast<const float*>(pairs + npairs * 64 + 16 * j0);
+  const uint8_t* x = pairs + 64 * j0;                // this block's first pair's values
+  const uint8_t* dx = pairs + npairs * 64 + 16 * j0;  // ... and its scales
+  const size_t x_skip = region - 64 * kP, dx_skip = region - 16 * kP;
   const uint8_t* q = panel + job.scale_bytes;
-  const float* scales = reinterpret_cast<const float*>(panel);
-  for (size_t b = 0; b < job.blocks; ++b) {
+  const uint8_t* scales = panel;
+  for (size_t b = job.blocks; b != 0; --b) {
     int8x16_t lo[4], hi[4];
-    LoadTiles<kQ4>(q, b, lo, hi);
-    const float32x4_t dw = vld1q_f32(scales + 4 * b);
+    LoadTiles<kQ4>(q, lo, hi);
+    const float32x4_t dw = Load16(scales);
     const float32x4_t dw01 = vzip1q_f32(dw, dw), dw23 = vzip2q_f32(dw, dw);
     for (size_t k = 0; k < kP; ++k) {
-      const int8x16x4_t xv = vld1q_s8_x4(x + 64 * k);
+      const int8x16x4_t xv = Load64(x);
+      const float32x4_t d = Load16(dx);
       int32x4_t c01 = vmmlaq_s32(vdupq_n_s32(0), lo[0], xv.val[0]);  // {r0t0, r0t1, r1t0, r1t1}
       int32x4_t c23 = vmmlaq_s32(vdupq_n_s32(0), hi[0], xv.val[0]);  // rows 2-3
       for (int c = 1; c < 4; ++c) {
         c01 = vmmlaq_s32(c01, lo[c], xv.val[c]);
         c23 = vmmlaq_s32(c23, hi[c], xv.val[c]);
       }
-      if constexpr (kQ4) {
-        c01 = vshrq_n_s32(c01, 4);
-        c23 = vshrq_n_s32(c23, 4);
-      }
-      const float32x4_t d = vld1q_f32(dx + 4 * k);
       acc01[k] = vfmaq_f32(acc01[k], vcvtq_f32_s32(c01), vmulq_f32(dw01, d));
       acc23[k] = vfmaq_f32(acc23[k], vcvtq_f32_s32(c23), vmulq_f32(dw23, d));
     }
-    x = reinterpret_cast<const int8_t*>(reinterpret_cast<const uint8_t*>(x) + region);
-    dx = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(dx) + region);
+    x += x_skip;
+    dx += dx_skip;
   }
   for (size_t k = 0; k < kP; ++k) {  // {r0t0, r0t1, r1t0, r1t1}, {r2t0, ...} -> rows 0-3 of t0, of t1
     out[2 * k] = vreinterpretq_f32_u32(vuzp1q_u32(vreinterpretq_u32_f32(acc01[k]), vreinterpretq_u32_f32(acc23[k])));
