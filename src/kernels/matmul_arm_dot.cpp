@@ -52,7 +52,8 @@ inline int32x4_t BlockDot(const int8x16_t w[8], const int8_t* xq) {
 #if defined(__aarch64__)
 // Post-indexed loads written out: one instruction that also moves its pointer. From the intrinsics
 // GCC keeps a copy or an add per pointer and block in the decode loop (about 0.4 instructions per
-// sdot); the "m" operand tells it which bytes are read.
+// sdot); the "m" operand tells it which bytes are read. Volatile keeps the loads in program order:
+// GCC otherwise gathers a block's loads early and spills what they feed.
 inline int8x16x4_t Load64(const uint8_t*& p) {
   int8x16x4_t v;
   asm volatile("ld1 {%S0.16b - %V0.16b}, [%1], #64" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[64]>(p)));
@@ -65,13 +66,13 @@ inline int8x16x2_t Load32(const uint8_t*& p) {
 }
 inline float32x4_t LoadScales(const float*& p) {
   float32x4_t v;
-  asm volatile("ldr %q0, [%1], #16" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const float(*)[4]>(p)));
+  asm volatile("ldr %q0, [%1], #16" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[16]>(p)));
   return v;
 }
 // The scale of an activation block (the first of its 8 copies), moving `p` to the next block's.
 inline float LoadActScale(const uint8_t*& p) {
   float v;
-  asm volatile("ldr %s0, [%1], #32" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const float*>(p)));
+  asm volatile("ldr %s0, [%1], #32" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[4]>(p)));
   return v;
 }
 #endif

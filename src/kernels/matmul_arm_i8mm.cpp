@@ -61,7 +61,7 @@ inline int8x16x4_t Load64(const uint8_t*& p) {
 }
 inline float32x4_t Load16(const uint8_t*& p) {
   float32x4_t v;
-  asm volatile("ldr %q0, [%1], #16" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const float(*)[4]>(p)));
+  asm volatile("ldr %q0, [%1], #16" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[16]>(p)));
   return v;
 }
 
