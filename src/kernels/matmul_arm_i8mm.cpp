@@ -113,9 +113,17 @@ void Tile(const ArmDotJob& job, const uint8_t* panel, const uint8_t* pairs, size
     LoadTiles<kQ4>(q, lo, hi);
     const float32x4_t dw = Load16(scales);
     const float32x4_t dw01 = vzip1q_f32(dw, dw), dw23 = vzip2q_f32(dw, dw);
+    float32x4_t dxs[kP];  // the pairs' scales: one load for 4 pairs
+    if constexpr (kP == 4) {
+      float32x4x4_t v;
+      asm volatile("ld1 {%S0.4s - %V0.4s}, [%1], #64" : "=w"(v), "+r"(dx) : "m"(*reinterpret_cast<const uint8_t(*)[64]>(dx)));
+      for (size_t k = 0; k < 4; ++k) dxs[k] = v.val[k];
+    } else {
+      for (size_t k = 0; k < kP; ++k) dxs[k] = Load16(dx);
+    }
     for (size_t k = 0; k < kP; ++k) {
       const int8x16x4_t xv = Load64(x);
-      const float32x4_t d = Load16(dx);
+      const float32x4_t d = dxs[k];
       int32x4_t c01 = vmmlaq_s32(vdupq_n_s32(0), lo[0], xv.val[0]);  // {r0t0, r0t1, r1t0, r1t1}
       int32x4_t c23 = vmmlaq_s32(vdupq_n_s32(0), hi[0], xv.val[0]);  // rows 2-3
       for (int c = 1; c < 4; ++c) {
