@@ -288,6 +288,7 @@ void OneToken(const ArmDotJob& job, const uint8_t* panel, const uint8_t* rec, fl
   for (size_t b = job.blocks; b != 0; --b) {
     const int8x16x2_t x = Load32(xq);
     const float dx = LoadActScale(dx_at);
+#pragma GCC unroll 8
     for (size_t p = 0; p < kP; ++p) {
       int32x4_t d;
       if constexpr (kQ4) {
@@ -344,7 +345,7 @@ void OneTokenAndStore(const ArmDotJob& job, size_t p0, size_t t) {
 }
 
 #if defined(__aarch64__)
-constexpr size_t kDecodePanels = 4;  // 16 rows per pass: the token's block is loaded once for them
+constexpr size_t kDecodePanels = 8;  // 32 rows per pass: the token's block is loaded once for them
 #else
 constexpr size_t kDecodePanels = 2;  // 16 q registers on AArch32
 #endif
@@ -362,10 +363,15 @@ void Run(const ArmDotJob& job) {
       Store<kQ4, 1, kTokens>(job, 4 * p, t0, kTokens, acc);
     }
   }
-  // The token tail (decode: all of it), kDecodePanels panels at a time, then 1.
+  // The token tail (decode: all of it), kDecodePanels panels at a time, then 2 (aarch64: 4), then 1.
+  constexpr size_t kHalf = kDecodePanels / 2;
   for (size_t t = full; t < job.tokens; ++t) {
     size_t p = 0;
     for (; p + kDecodePanels <= panels; p += kDecodePanels) OneTokenAndStore<kQ4, kDecodePanels>(job, p, t);
+    if (p + kHalf <= panels) {
+      OneTokenAndStore<kQ4, kHalf>(job, p, t);
+      p += kHalf;
+    }
     for (; p < panels; ++p) OneTokenAndStore<kQ4, 1>(job, p, t);
   }
 }
