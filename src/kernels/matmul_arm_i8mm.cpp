@@ -98,21 +98,55 @@ inline void LoadTiles(const uint8_t*& q, int8x16_t lo[4], int8x16_t hi[4]) {
 // Sums stay local (through `out` they would be stored every block), in the 2x2 tile form smmla
 // gives: the scales are made in that form too ({dw_r0, dw_r0, dw_r1, dw_r1} x {dx_t0, dx_t1, dx_t0,
 // dx_t1}: the same float products dw_r * dx_t), and the tiles are unzipped to rows once at the end.
-template <bool kQ4, size_t kP>
-void Tile(const ArmDotJob& job, const uint8_t* panel, const uint8_t* pairs, size_t j0, float32x4_t* out) {
+// Block b's operands of a panel zipped once into `zipped` (ZipPanel: lo[4], hi[4], then the scales
+// as {dw_r0, dw_r0, dw_r1, dw_r1}, {dw_r2, dw_r2, dw_r3, dw_r3}: 160 bytes per block), for products
+// that pass over a panel more than once (more than kPairs token pairs): each pass then loads them
+// with 3 instructions instead of zipping (and unpacking q4_0) again.
+constexpr size_t kZippedBlockBytes = 160;
+template <bool kQ4>
+void ZipPanel(const ArmDotJob& job, const uint8_t* panel, uint8_t* zipped) {
+  const uint8_t* q = panel + job.scale_bytes;
+  const uint8_t* scales = panel;
+  for (size_t b = 0; b < job.blocks; ++b, zipped += kZippedBlockBytes) {
+    int8x16_t lo[4], hi[4];
+    LoadTiles<kQ4>(q, lo, hi);
+    const float32x4_t dw = Load16(scales);
+    vst1q_s8_x4(reinterpret_cast<int8_t*>(zipped), int8x16x4_t{{lo[0], lo[1], lo[2], lo[3]}});
+    vst1q_s8_x4(reinterpret_cast<int8_t*>(zipped + 64), int8x16x4_t{{hi[0], hi[1], hi[2], hi[3]}});
+    vst1q_f32_x2(reinterpret_cast<float*>(zipped + 128), float32x4x2_t{{vzip1q_f32(dw, dw), vzip2q_f32(dw, dw)}});
+  }
+}
+
+// `src` is the panel (kZipped false) or its ZipPanel copy.
+template <bool kQ4, bool kZipped, size_t kP>
+void Tile(const ArmDotJob& job, const uint8_t* src, const uint8_t* pairs, size_t j0, float32x4_t* out) {
   const size_t npairs = job.tokens / 2, region = npairs * 80;
   float32x4_t acc01[kP], acc23[kP];
   for (size_t k = 0; k < kP; ++k) acc01[k] = acc23[k] = vdupq_n_f32(0.0f);
   const uint8_t* x = pairs + 64 * j0;                // this block's first pair's values
   const uint8_t* dx = pairs + npairs * 64 + 16 * j0;  // ... and its scales
   const size_t x_skip = region - 64 * kP, dx_skip = region - 16 * kP;
-  const uint8_t* q = panel + job.scale_bytes;
-  const uint8_t* scales = panel;
+  const uint8_t* q = kZipped ? src : src + job.scale_bytes;
+  const uint8_t* scales = src;
   for (size_t b = job.blocks; b != 0; --b) {
     int8x16_t lo[4], hi[4];
-    LoadTiles<kQ4>(q, lo, hi);
-    const float32x4_t dw = Load16(scales);
-    const float32x4_t dw01 = vzip1q_f32(dw, dw), dw23 = vzip2q_f32(dw, dw);
+    float32x4_t dw01, dw23;
+    if constexpr (kZipped) {
+      const int8x16x4_t l = Load64(q), h = Load64(q);
+      for (int c = 0; c < 4; ++c) {
+        lo[c] = l.val[c];
+        hi[c] = h.val[c];
+      }
+      float32x4x2_t d;
+      asm volatile("ld1 {%S0.4s - %T0.4s}, [%1], #32" : "=w"(d), "+r"(q) : "m"(*reinterpret_cast<const uint8_t(*)[32]>(q)));
+      dw01 = d.val[0];
+      dw23 = d.val[1];
+    } else {
+      LoadTiles<kQ4>(q, lo, hi);
+      const float32x4_t dw = Load16(scales);
+      dw01 = vzip1q_f32(dw, dw);
+      dw23 = vzip2q_f32(dw, dw);
+    }
     float32x4_t dxs[kP];  // the pairs' scales: one load for 4 pairs
     if constexpr (kP == 4) {
       float32x4x4_t v;
@@ -142,10 +176,10 @@ void Tile(const ArmDotJob& job, const uint8_t* panel, const uint8_t* pairs, size
   }
 }
 
-template <bool kQ4, size_t kP>
-void TileAndStore(const ArmDotJob& job, size_t panel, const uint8_t* pairs, size_t j0) {
+template <bool kQ4, bool kZipped, size_t kP>
+void TileAndStore(const ArmDotJob& job, size_t panel, const uint8_t* src, const uint8_t* pairs, size_t j0) {
   float32x4_t acc[2 * kP];
-  Tile<kQ4, kP>(job, job.panels + panel * job.panel_bytes, pairs, j0, acc);
+  Tile<kQ4, kZipped, kP>(job, src, pairs, j0, acc);
   const size_t r0 = 4 * panel, n = job.rows - r0 < 4 ? job.rows - r0 : 4;
   for (size_t i = 0; i < 2 * kP; ++i) {
     float* y = job.y + (2 * j0 + i) * job.y_stride + r0;
@@ -159,17 +193,30 @@ void TileAndStore(const ArmDotJob& job, size_t panel, const uint8_t* pairs, size
   }
 }
 
+template <bool kQ4, bool kZipped>
+void Passes(const ArmDotJob& job, size_t p, const uint8_t* src, const uint8_t* pairs) {
+  const size_t npairs = job.tokens / 2;
+  size_t j = 0;
+  for (; j + kPairs<kQ4> <= npairs; j += kPairs<kQ4>) TileAndStore<kQ4, kZipped, kPairs<kQ4>>(job, p, src, pairs, j);
+  switch (npairs - j) {
+    case 3: TileAndStore<kQ4, kZipped, 3>(job, p, src, pairs, j); break;
+    case 2: TileAndStore<kQ4, kZipped, 2>(job, p, src, pairs, j); break;
+    case 1: TileAndStore<kQ4, kZipped, 1>(job, p, src, pairs, j); break;
+    default: break;
+  }
+}
+
 template <bool kQ4>
-void Run(const ArmDotJob& job, const uint8_t* pairs) {
-  const size_t panels = (job.rows + 3) / 4, npairs = job.tokens / 2;
+void Run(const ArmDotJob& job, const uint8_t* pairs, uint8_t* zipped) {
+  const size_t panels = (job.rows + 3) / 4;
+  const bool rezip = job.tokens / 2 > kPairs<kQ4>;  // more than one pass per panel
   for (size_t p = 0; p < panels; ++p) {
-    size_t j = 0;
-    for (; j + kPairs<kQ4> <= npairs; j += kPairs<kQ4>) TileAndStore<kQ4, kPairs<kQ4>>(job, p, pairs, j);
-    switch (npairs - j) {
-      case 3: TileAndStore<kQ4, 3>(job, p, pairs, j); break;
-      case 2: TileAndStore<kQ4, 2>(job, p, pairs, j); break;
-      case 1: TileAndStore<kQ4, 1>(job, p, pairs, j); break;
-      default: break;
+    const uint8_t* panel = job.panels + p * job.panel_bytes;
+    if (rezip) {
+      ZipPanel<kQ4>(job, panel, zipped);
+      Passes<kQ4, true>(job, p, zipped, pairs);
+    } else {
+      Passes<kQ4, false>(job, p, panel, pairs);
     }
   }
 }
@@ -178,10 +225,11 @@ void Run(const ArmDotJob& job, const uint8_t* pairs) {
 
 void ArmI8mmMatMul(const ArmDotJob& job, uint8_t* pairs) {
   InterleavePairs(job, pairs);
+  uint8_t* zipped = pairs + job.tokens / 2 * job.blocks * 80;
   if (job.q4) {
-    Run<true>(job, pairs);
+    Run<true>(job, pairs, zipped);
   } else {
-    Run<false>(job, pairs);
+    Run<false>(job, pairs, zipped);
   }
 }
 
