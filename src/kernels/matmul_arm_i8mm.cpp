@@ -6,7 +6,7 @@
 // (two tokens' 8 values) into a 2x2 int32 tile. The panels keep the sdot layout (group g of 4 values
 // of rows 0-3 in one vector: the decode kernel needs it, and a second copy would double the
 // weights' memory); two groups zipped in registers give the rows' 8-value operands, once per block
-// for 8 tokens. Per row and token the block's int32 dot is exact whatever the order of its products,
+// for 8 tokens, or once per panel into a scratch when more than 8 tokens pass over it. Per row and token the block's int32 dot is exact whatever the order of its products,
 // and the float steps are those of matmul_arm_dot.cpp:
 //   y = fold over blocks b: y = fma(float(int32 dot_b), float(dw_b * dx_b), y), from 0,
 // so a batch equals one token at a time (whose single tokens take sdot), and a row slice the whole.
@@ -18,8 +18,8 @@
 namespace fgemma::kernels_internal {
 namespace {
 
-// Token pairs per pass over a panel: 8 zipped weights + 8 tile sums + 4 activations in registers
-// (fewer instructions per smmla than 3 pairs for both types, though GCC spills a little).
+// Token pairs per pass over a panel: 8 zipped weights + 8 tile sums + 4 activations + 4 pair
+// scales in registers (no spills with GCC 12; 5 pairs would need more than 32 registers).
 template <bool kQ4>
 constexpr size_t kPairs = 4;
 
