@@ -354,7 +354,20 @@ template <bool kQ4>
 void Run(const ArmDotJob& job) {
   const size_t panels = (job.rows + 3) / 4;
   const size_t full = job.tokens / kTokens * kTokens;  // tokens in whole tiles
-  for (size_t p = 0; p < panels; ++p) {
+  size_t p = 0;
+#if defined(__aarch64__)
+  // 2 panels x 4 tokens: each token's block loaded once for 8 rows (16 weight vectors in registers).
+  for (; p + 2 <= panels; p += 2) {
+    for (size_t t0 = 0; t0 < full; t0 += kTokens) {
+      const uint8_t* rec[kTokens];
+      for (size_t t = 0; t < kTokens; ++t) rec[t] = job.packed + (t0 + t) * job.packed_stride;
+      float32x4_t acc[2][kTokens];
+      Panels<kQ4, 2, kTokens>(job, job.panels + p * job.panel_bytes, rec, acc);
+      Store<kQ4, 2, kTokens>(job, 4 * p, t0, kTokens, acc);
+    }
+  }
+#endif
+  for (; p < panels; ++p) {
     for (size_t t0 = 0; t0 < full; t0 += kTokens) {
       const uint8_t* rec[kTokens];
       for (size_t t = 0; t < kTokens; ++t) rec[t] = job.packed + (t0 + t) * job.packed_stride;
