@@ -78,36 +78,57 @@ inline float LoadActScale(const uint8_t*& p) {
 #endif
 
 #if defined(__aarch64__)
-// A q4_0 block of a panel (4 rows) against the token's block x0, x1, moving `q` past it: each 16
-// bytes shifted and masked to 16 * w (groups j and j + 4) just before their two sdots, written out
-// because from intrinsics GCC unpacks whole blocks ahead (spilling) or adds register copies (about
-// 5 instructions per 4 panels). The int32 sum is 16x the block's dot.
-inline int32x4_t Q4BlockDot(const uint8_t*& q, int8x16_t x0, int8x16_t x1, uint8x16_t mask) {
+// A q4_0 block of a panel (4 rows) against the token's block x0, x1, moving `q` past it, from
+// `start` (the block's -8 * sum of x): each 16 bytes masked and shifted to w + 8 in [0, 15]
+// (groups j and j + 4) just before their two sdots, so the sum is the block's dot itself. Written
+// out because from intrinsics GCC unpacks whole blocks ahead (spilling) or adds register copies.
+inline int32x4_t Q4BlockDot(const uint8_t*& q, int8x16_t x0, int8x16_t x1, uint8x16_t low_mask, int32x4_t start) {
   int32x4_t d;
   int8x16x4_t v;
   int8x16_t t0, t1, t2, t3;
   asm volatile(
       "ld1 {%S[v].16b - %V[v].16b}, [%[q]], #64\n\t"
-      "movi %[d].4s, #0\n\t"
-      "shl %[t0].16b, %S[v].16b, #4\n\t"
-      "and %[t1].16b, %S[v].16b, %[m].16b\n\t"
-      "shl %[t2].16b, %T[v].16b, #4\n\t"
-      "and %[t3].16b, %T[v].16b, %[m].16b\n\t"
+      "mov %[d].16b, %[s].16b\n\t"
+      "and %[t0].16b, %S[v].16b, %[m].16b\n\t"
+      "ushr %[t1].16b, %S[v].16b, #4\n\t"
+      "and %[t2].16b, %T[v].16b, %[m].16b\n\t"
+      "ushr %[t3].16b, %T[v].16b, #4\n\t"
       "sdot %[d].4s, %[t0].16b, %[x0].4b[0]\n\t"
       "sdot %[d].4s, %[t1].16b, %[x1].4b[0]\n\t"
-      "shl %[t0].16b, %U[v].16b, #4\n\t"
-      "and %[t1].16b, %U[v].16b, %[m].16b\n\t"
+      "and %[t0].16b, %U[v].16b, %[m].16b\n\t"
+      "ushr %[t1].16b, %U[v].16b, #4\n\t"
       "sdot %[d].4s, %[t2].16b, %[x0].4b[1]\n\t"
       "sdot %[d].4s, %[t3].16b, %[x1].4b[1]\n\t"
-      "shl %[t2].16b, %V[v].16b, #4\n\t"
-      "and %[t3].16b, %V[v].16b, %[m].16b\n\t"
+      "and %[t2].16b, %V[v].16b, %[m].16b\n\t"
+      "ushr %[t3].16b, %V[v].16b, #4\n\t"
       "sdot %[d].4s, %[t0].16b, %[x0].4b[2]\n\t"
       "sdot %[d].4s, %[t1].16b, %[x1].4b[2]\n\t"
       "sdot %[d].4s, %[t2].16b, %[x0].4b[3]\n\t"
       "sdot %[d].4s, %[t3].16b, %[x1].4b[3]"
       : [d] "=&w"(d), [v] "=&w"(v), [t0] "=&w"(t0), [t1] "=&w"(t1), [t2] "=&w"(t2), [t3] "=&w"(t3), [q] "+r"(q)
-      : [x0] "w"(x0), [x1] "w"(x1), [m] "w"(mask), "m"(*reinterpret_cast<const uint8_t(*)[64]>(q)));
+      : [x0] "w"(x0), [x1] "w"(x1), [m] "w"(low_mask), [s] "w"(start),
+        "m"(*reinterpret_cast<const uint8_t(*)[64]>(q)));
   return d;
+}
+
+// The q4_0 start of an activation block, -8 * (the sum of its 32 values), in every lane, moving `p`
+// to the next block's.
+inline int32x4_t LoadQ4Start(const uint8_t*& p) {
+  int32x4_t v;
+  asm volatile("ld1r {%0.4s}, [%1], %2" : "=w"(v), "+r"(p) : "r"(size_t{8}), "m"(*reinterpret_cast<const uint8_t(*)[4]>(p)));
+  return v;
+}
+
+// BlockDot from `d` instead of 0 (aarch64 q4_0: from the block's start).
+inline int32x4_t BlockDotFrom(int32x4_t d, const int8x16_t w[8], const int8x16_t x0, const int8x16_t x1) {
+  d = vdotq_laneq_s32(d, w[0], x0, 0);
+  d = vdotq_laneq_s32(d, w[1], x0, 1);
+  d = vdotq_laneq_s32(d, w[2], x0, 2);
+  d = vdotq_laneq_s32(d, w[3], x0, 3);
+  d = vdotq_laneq_s32(d, w[4], x1, 0);
+  d = vdotq_laneq_s32(d, w[5], x1, 1);
+  d = vdotq_laneq_s32(d, w[6], x1, 2);
+  return vdotq_laneq_s32(d, w[7], x1, 3);
 }
 #endif
 
@@ -188,20 +209,23 @@ void Panels(const ArmDotJob& job, const uint8_t* panel, const uint8_t* const* re
   }
   const uint8_t* xq[kT];
   const uint8_t* dx_at[kT];
+  const uint8_t* start_at[kT];  // q4_0: -8 * s_b
+#pragma GCC unroll 4
   for (size_t t = 0; t < kT; ++t) {
     xq[t] = rec[t];
     dx_at[t] = rec[t] + job.d8_offset;
+    start_at[t] = rec[t] + job.bsum_offset + 4;
   }
   for (size_t b = job.blocks; b != 0; --b) {
     int8x16_t w[kP][8];
     float32x4_t dw[kP];
     for (size_t p = 0; p < kP; ++p) {
-      if constexpr (kQ4) {
+      if constexpr (kQ4) {  // w + 8 in [0, 15] (the start corrects the sum)
         const int8x16x4_t v = Load64(q[p]);
         for (int j = 0; j < 4; ++j) {
           const uint8x16_t part = vreinterpretq_u8_s8(v.val[j]);
-          w[p][j] = vreinterpretq_s8_u8(vshlq_n_u8(part, 4));
-          w[p][j + 4] = vreinterpretq_s8_u8(vandq_u8(part, vdupq_n_u8(0xF0)));
+          w[p][j] = vreinterpretq_s8_u8(vandq_u8(part, vdupq_n_u8(0x0F)));
+          w[p][j + 4] = vreinterpretq_s8_u8(vshrq_n_u8(part, 4));
         }
       } else {
         const int8x16x4_t lo = Load64(q[p]), hi = Load64(q[p]);
@@ -212,12 +236,13 @@ void Panels(const ArmDotJob& job, const uint8_t* panel, const uint8_t* const* re
       }
       dw[p] = LoadScales(scales[p]);
     }
+#pragma GCC unroll 4
     for (size_t t = 0; t < kT; ++t) {
       const int8x16x2_t x = Load32(xq[t]);
       const float dx = LoadActScale(dx_at[t]);
+      const int32x4_t start = kQ4 ? LoadQ4Start(start_at[t]) : vdupq_n_s32(0);
       for (size_t p = 0; p < kP; ++p) {
-        int32x4_t d = BlockDot(w[p], x.val[0], x.val[1]);
-        if constexpr (kQ4) d = vshrq_n_s32(d, 4);
+        const int32x4_t d = BlockDotFrom(start, w[p], x.val[0], x.val[1]);
         const float32x4_t s = vmulq_n_f32(dw[p], dx);
         acc[p][t] = vfmaq_f32(acc[p][t], vcvtq_f32_s32(d), s);
       }
@@ -284,15 +309,18 @@ void OneToken(const ArmDotJob& job, const uint8_t* panel, const uint8_t* rec, fl
 #if defined(__aarch64__)
   const uint8_t* xq = rec;
   const uint8_t* dx_at = rec + job.d8_offset;
-  const uint8x16_t mask = vdupq_n_u8(0xF0);
+  const uint8_t* start_at = rec + job.bsum_offset + 4;  // q4_0: -8 * s_b
+  const uint8x16_t low_mask = vdupq_n_u8(0x0F);
   for (size_t b = job.blocks; b != 0; --b) {
     const int8x16x2_t x = Load32(xq);
     const float dx = LoadActScale(dx_at);
+    int32x4_t start;
+    if constexpr (kQ4) start = LoadQ4Start(start_at);
 #pragma GCC unroll 8
     for (size_t p = 0; p < kP; ++p) {
       int32x4_t d;
       if constexpr (kQ4) {
-        d = vshrq_n_s32(Q4BlockDot(q[p], x.val[0], x.val[1], mask), 4);
+        d = Q4BlockDot(q[p], x.val[0], x.val[1], low_mask, start);
       } else {
         int8x16_t w[8];
         const int8x16x4_t lo = Load64(q[p]), hi = Load64(q[p]);

@@ -19,6 +19,7 @@ struct ArmDotJob {
   const uint8_t* packed = nullptr;  // QuantLayout records
   size_t packed_stride = 0;
   size_t d8_offset = 0;
+  size_t bsum_offset = 0;           // per block {-128 s_b, -8 s_b} (aarch64 q4_0: the -8 correction)
   size_t tokens = 0;
   float* y = nullptr;  // output row 0 of token 0
   size_t y_stride = 0;

@@ -69,14 +69,17 @@ inline float32x4_t Load16(const uint8_t*& p) {
 // values 8c..8c+7. Lanes of group vector g are rows 0-3 of group g: zipping groups 2c and 2c + 1
 // gives row r's values 8c..8c+7 in 8 consecutive bytes, two rows per vector. q4_0: the packed
 // bytes are zipped first (byte i of group j holds elements 4j + i and 16 + 4j + i: one zip serves
-// both nibbles), then each nibble (4-bit two's complement, matmul_internal.h) is sign-extended to
-// the int8 w itself, so the tiles need no shift back.
+// both nibbles), then each nibble (w + 8, matmul_internal.h; bit 3 flipped: w in 4-bit two's
+// complement) is sign-extended to the int8 w itself, so the tiles need no correction.
 template <bool kQ4>
 inline void LoadTiles(const uint8_t*& q, int8x16_t lo[4], int8x16_t hi[4]) {
   if constexpr (kQ4) {
     const int8x16x4_t v = Load64(q);
     for (int h = 0; h < 2; ++h) {  // groups 2h, 2h + 1: values 8h.. (low nibbles), 16 + 8h.. (high)
-      const int32x4_t a = vreinterpretq_s32_s8(v.val[2 * h]), n = vreinterpretq_s32_s8(v.val[2 * h + 1]);
+      // Nibbles stored as w + 8: flipping bit 3 of each gives w in 4-bit two's complement.
+      const int8x16_t flip = vdupq_n_s8(static_cast<int8_t>(0x88));
+      const int32x4_t a = vreinterpretq_s32_s8(veorq_s8(v.val[2 * h], flip));
+      const int32x4_t n = vreinterpretq_s32_s8(veorq_s8(v.val[2 * h + 1], flip));
       const int8x16_t r01 = vreinterpretq_s8_s32(vzip1q_s32(a, n)), r23 = vreinterpretq_s8_s32(vzip2q_s32(a, n));
       lo[h] = vshrq_n_s8(vshlq_n_s8(r01, 4), 4);
       hi[h] = vshrq_n_s8(vshlq_n_s8(r23, 4), 4);
