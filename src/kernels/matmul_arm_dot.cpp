@@ -54,6 +54,31 @@ inline int32x4_t BlockDot(const int8x16_t w[8], const int8_t* xq) {
 // GCC keeps a copy or an add per pointer and block in the decode loop (about 0.4 instructions per
 // sdot); the "m" operand tells it which bytes are read. Volatile keeps the loads in program order:
 // GCC otherwise gathers a block's loads early and spills what they feed.
+#if defined(__clang__)
+// Clang has no register-list operands in inline asm (%S..%V of a vector tuple); it forms
+// post-indexed loads from the intrinsics itself.
+inline int8x16x4_t Load64(const uint8_t*& p) {
+  const int8x16x4_t v = vld1q_s8_x4(reinterpret_cast<const int8_t*>(p));
+  p += 64;
+  return v;
+}
+inline int8x16x2_t Load32(const uint8_t*& p) {
+  const int8x16x2_t v = vld1q_s8_x2(reinterpret_cast<const int8_t*>(p));
+  p += 32;
+  return v;
+}
+inline float32x4_t LoadScales(const float*& p) {
+  const float32x4_t v = vld1q_f32(p);
+  p += 4;
+  return v;
+}
+inline float LoadActScale(const uint8_t*& p) {
+  float v;
+  __builtin_memcpy(&v, p, 4);
+  p += 32;
+  return v;
+}
+#else
 inline int8x16x4_t Load64(const uint8_t*& p) {
   int8x16x4_t v;
   asm volatile("ld1 {%S0.16b - %V0.16b}, [%1], #64" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[64]>(p)));
@@ -76,12 +101,34 @@ inline float LoadActScale(const uint8_t*& p) {
   return v;
 }
 #endif
+#endif
 
 #if defined(__aarch64__)
 // A q4_0 block of a panel (4 rows) against the token's block x0, x1, moving `q` past it, from
 // `start` (the block's -8 * sum of x): each 16 bytes masked and shifted to w + 8 in [0, 15]
 // (groups j and j + 4) just before their two sdots, so the sum is the block's dot itself. Written
 // out because from intrinsics GCC unpacks whole blocks ahead (spilling) or adds register copies.
+#if defined(__clang__)
+inline int32x4_t Q4BlockDot(const uint8_t*& q, int8x16_t x0, int8x16_t x1, uint8x16_t low_mask, int32x4_t start) {
+  const int8x16x4_t v = Load64(q);
+  int32x4_t d = start;
+  const uint8x16_t p0 = vreinterpretq_u8_s8(v.val[0]), p1 = vreinterpretq_u8_s8(v.val[1]);
+  const uint8x16_t p2 = vreinterpretq_u8_s8(v.val[2]), p3 = vreinterpretq_u8_s8(v.val[3]);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vandq_u8(p0, low_mask)), x0, 0);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vshrq_n_u8(p0, 4)), x1, 0);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vandq_u8(p1, low_mask)), x0, 1);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vshrq_n_u8(p1, 4)), x1, 1);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vandq_u8(p2, low_mask)), x0, 2);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vshrq_n_u8(p2, 4)), x1, 2);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vandq_u8(p3, low_mask)), x0, 3);
+  return vdotq_laneq_s32(d, vreinterpretq_s8_u8(vshrq_n_u8(p3, 4)), x1, 3);
+}
+inline int32x4_t LoadQ4Start(const uint8_t*& p) {
+  const int32x4_t v = vld1q_dup_s32(reinterpret_cast<const int32_t*>(p));
+  p += 8;
+  return v;
+}
+#else
 inline int32x4_t Q4BlockDot(const uint8_t*& q, int8x16_t x0, int8x16_t x1, uint8x16_t low_mask, int32x4_t start) {
   int32x4_t d;
   int8x16x4_t v;
@@ -118,6 +165,7 @@ inline int32x4_t LoadQ4Start(const uint8_t*& p) {
   asm volatile("ld1r {%0.4s}, [%1], %2" : "=w"(v), "+r"(p) : "r"(size_t{8}), "m"(*reinterpret_cast<const uint8_t(*)[4]>(p)));
   return v;
 }
+#endif
 
 // BlockDot from `d` instead of 0 (aarch64 q4_0: from the block's start).
 inline int32x4_t BlockDotFrom(int32x4_t d, const int8x16_t w[8], const int8x16_t x0, const int8x16_t x1) {

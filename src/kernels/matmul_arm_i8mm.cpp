@@ -54,6 +54,29 @@ void InterleavePairs(const ArmDotJob& job, uint8_t* pairs) {
 // Post-indexed loads written out (one instruction that also moves its pointer; from the
 // intrinsics GCC keeps an address computation per pointer and block). Volatile keeps them in
 // program order: GCC otherwise gathers a block's loads early and spills what they feed.
+#if defined(__clang__)
+// Clang has no register-list operands in inline asm; it forms post-indexed loads itself.
+inline int8x16x4_t Load64(const uint8_t*& p) {
+  const int8x16x4_t v = vld1q_s8_x4(reinterpret_cast<const int8_t*>(p));
+  p += 64;
+  return v;
+}
+inline float32x4_t Load16(const uint8_t*& p) {
+  const float32x4_t v = vld1q_f32(reinterpret_cast<const float*>(p));
+  p += 16;
+  return v;
+}
+inline float32x4x2_t LoadF32x2(const uint8_t*& p) {
+  const float32x4x2_t v = vld1q_f32_x2(reinterpret_cast<const float*>(p));
+  p += 32;
+  return v;
+}
+inline float32x4x4_t LoadF32x4(const uint8_t*& p) {
+  const float32x4x4_t v = vld1q_f32_x4(reinterpret_cast<const float*>(p));
+  p += 64;
+  return v;
+}
+#else
 inline int8x16x4_t Load64(const uint8_t*& p) {
   int8x16x4_t v;
   asm volatile("ld1 {%S0.16b - %V0.16b}, [%1], #64" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[64]>(p)));
@@ -64,6 +87,17 @@ inline float32x4_t Load16(const uint8_t*& p) {
   asm volatile("ldr %q0, [%1], #16" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[16]>(p)));
   return v;
 }
+inline float32x4x2_t LoadF32x2(const uint8_t*& p) {
+  float32x4x2_t v;
+  asm volatile("ld1 {%S0.4s - %T0.4s}, [%1], #32" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[32]>(p)));
+  return v;
+}
+inline float32x4x4_t LoadF32x4(const uint8_t*& p) {
+  float32x4x4_t v;
+  asm volatile("ld1 {%S0.4s - %V0.4s}, [%1], #64" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[64]>(p)));
+  return v;
+}
+#endif
 
 // Block b of a panel as smmla operands, moving `q` past it: lo[c] = rows 0-1, hi[c] = rows 2-3,
 // values 8c..8c+7. Lanes of group vector g are rows 0-3 of group g: zipping groups 2c and 2c + 1
@@ -114,9 +148,11 @@ void ZipPanel(const ArmDotJob& job, const uint8_t* panel, uint8_t* zipped) {
     int8x16_t lo[4], hi[4];
     LoadTiles<kQ4>(q, lo, hi);
     const float32x4_t dw = Load16(scales);
-    vst1q_s8_x4(reinterpret_cast<int8_t*>(zipped), int8x16x4_t{{lo[0], lo[1], lo[2], lo[3]}});
-    vst1q_s8_x4(reinterpret_cast<int8_t*>(zipped + 64), int8x16x4_t{{hi[0], hi[1], hi[2], hi[3]}});
-    vst1q_f32_x2(reinterpret_cast<float*>(zipped + 128), float32x4x2_t{{vzip1q_f32(dw, dw), vzip2q_f32(dw, dw)}});
+    const int8x16x4_t l = {{lo[0], lo[1], lo[2], lo[3]}}, h = {{hi[0], hi[1], hi[2], hi[3]}};
+    const float32x4x2_t s = {{vzip1q_f32(dw, dw), vzip2q_f32(dw, dw)}};
+    vst1q_s8_x4(reinterpret_cast<int8_t*>(zipped), l);  // (clang's intrinsics are macros: no braces inside)
+    vst1q_s8_x4(reinterpret_cast<int8_t*>(zipped + 64), h);
+    vst1q_f32_x2(reinterpret_cast<float*>(zipped + 128), s);
   }
 }
 
@@ -140,8 +176,7 @@ void Tile(const ArmDotJob& job, const uint8_t* src, const uint8_t* pairs, size_t
         lo[c] = l.val[c];
         hi[c] = h.val[c];
       }
-      float32x4x2_t d;
-      asm volatile("ld1 {%S0.4s - %T0.4s}, [%1], #32" : "=w"(d), "+r"(q) : "m"(*reinterpret_cast<const uint8_t(*)[32]>(q)));
+      const float32x4x2_t d = LoadF32x2(q);
       dw01 = d.val[0];
       dw23 = d.val[1];
     } else {
@@ -152,8 +187,7 @@ void Tile(const ArmDotJob& job, const uint8_t* src, const uint8_t* pairs, size_t
     }
     float32x4_t dxs[kP];  // the pairs' scales: one load for 4 pairs
     if constexpr (kP == 4) {
-      float32x4x4_t v;
-      asm volatile("ld1 {%S0.4s - %V0.4s}, [%1], #64" : "=w"(v), "+r"(dx) : "m"(*reinterpret_cast<const uint8_t(*)[64]>(dx)));
+      const float32x4x4_t v = LoadF32x4(dx);
       for (size_t k = 0; k < 4; ++k) dxs[k] = v.val[k];
     } else {
       for (size_t k = 0; k < kP; ++k) dxs[k] = Load16(dx);
