@@ -19,7 +19,14 @@ host="build/release/tools/fgemma"
 [ -x "$host" ] || { echo "$host missing: build the release preset's fgemma first" >&2; exit 1; }
 plugin="$work/insn_count.so"
 [ -f "$plugin" ] || cc -O2 -shared -fPIC -o "$plugin" "$shared/tools/insn_count.c"
+# arch|cpu|FGEMMA_ARM_TARGET: qemu-arm -cpu max runs vsdot without reporting it, so it is forced.
+# aarch64 max reports dotprod and i8mm (NEON_I8MM); forced to NEON_DOTPROD it stands for the
+# Cortex-A55 class (dot product without i8mm).
+# FGEMMA_ARM_COST_CONFIGS replaces the list (e.g. add "aarch64|max|NEON" for the baseline on max).
+configs=(${FGEMMA_ARM_COST_CONFIGS:-"aarch64|cortex-a53|" "aarch64|max|" "aarch64|max|NEON_DOTPROD" "armhf|cortex-a15|" "armhf|max|NEON_DOTPROD"})
+# Only the builds the configurations run.
 for arch in aarch64 armhf; do
+  printf '%s\n' "${configs[@]}" | grep -q "^$arch|" || continue
   dir="build/cross-$arch"
   [ -f "$dir/build.ninja" ] || cmake -S . -B "$dir" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/$arch.cmake" \
     -DCMAKE_BUILD_TYPE=Release -DFGEMMA_SHARED_DIR="$shared" -DFGEMMA_BUILD_TESTS=OFF -DFGEMMA_BUILD_BENCH=OFF >/dev/null
@@ -29,7 +36,9 @@ if [ ! -f "$work/270m/model.safetensors" ]; then
   "$host" synth --config 270m --seed 270 --dtype bf16 --out "$work/270m"
   cp assets/functiongemma/tokenizer.json "$work/270m/"
 fi
-for type in q8_0 q4_0; do
+# FGEMMA_ARM_COST_TYPES narrows the weight types (e.g. "q4_0"; default both, the README's columns).
+types=(${FGEMMA_ARM_COST_TYPES:-q8_0 q4_0})
+for type in "${types[@]}"; do
   [ -f "$work/270m-$type.gguf" ] || "$host" convert --model "$work/270m" --type "$type" --out "$work/270m-$type.gguf" >/dev/null
 done
 # count ARCH CPU FORCED TYPE ARGS...: guest instructions of a bench run. With --threads 1 the whole
@@ -48,18 +57,19 @@ count_once() {
   FGEMMA_ARM_TARGET="$forced" "$emu" -cpu "$cpu" -plugin "$plugin" "build/cross-$arch/tools/fgemma" bench \
     --model "$work/270m-$type.gguf" --threads 1 "$@" 2>&1 >"$work/last.out" | sed -n 's/^insn_count: total //p'
 }
-echo "| build | CPU model (qemu-user) | kernels | q8_0 decode | q8_0 prefill | q4_0 decode | q4_0 prefill |"
-echo "|---|---|---|---|---|---|---|"
-# arch|cpu|FGEMMA_ARM_TARGET: qemu-arm -cpu max runs vsdot without reporting it, so it is forced.
-# aarch64 max reports dotprod and i8mm (NEON_I8MM); forced to NEON_DOTPROD it stands for the
-# Cortex-A55 class (dot product without i8mm).
-# FGEMMA_ARM_COST_CONFIGS replaces the list (e.g. add "aarch64|max|NEON" for the baseline on max).
-configs=(${FGEMMA_ARM_COST_CONFIGS:-"aarch64|cortex-a53|" "aarch64|max|" "aarch64|max|NEON_DOTPROD" "armhf|cortex-a15|" "armhf|max|NEON_DOTPROD"})
+header="| build | CPU model (qemu-user) | kernels |"
+rule="|---|---|---|"
+for type in "${types[@]}"; do
+  header+=" $type decode | $type prefill |"
+  rule+="---|---|"
+done
+echo "$header"
+echo "$rule"
 for config in "${configs[@]}"; do
   IFS='|' read -r arch cpu forced <<<"$config"
   cells=()
   kernels=""
-  for type in q8_0 q4_0; do
+  for type in "${types[@]}"; do
     base=$(count "$arch" "$cpu" "$forced" "$type" --prefill 32 --repetitions 1 --decode-contexts 64 --decode-steps 4 --decode-zero-fill)
     kernels=$(sed -n 's/^threads.*kernels //p' "$work/last.out")
     decode=$(count "$arch" "$cpu" "$forced" "$type" --prefill 32 --repetitions 1 --decode-contexts 64 --decode-steps 20 --decode-zero-fill)
@@ -67,5 +77,7 @@ for config in "${configs[@]}"; do
     cells+=("$(awk -v a="$decode" -v b="$base" 'BEGIN { printf "%.1fM", (a - b) / 16 / 1e6 }')")
     cells+=("$(awk -v a="$prefill" -v b="$base" 'BEGIN { printf "%.1fM", (a - b) / 32 / 1e6 }')")
   done
-  echo "| $arch | $cpu${forced:+ (FGEMMA_ARM_TARGET=$forced)} | $kernels | ${cells[0]} | ${cells[1]} | ${cells[2]} | ${cells[3]} |"
+  row="| $arch | $cpu${forced:+ (FGEMMA_ARM_TARGET=$forced)} | $kernels |"
+  for cell in "${cells[@]}"; do row+=" $cell |"; done
+  echo "$row"
 done

@@ -49,6 +49,137 @@ inline int32x4_t BlockDot(const int8x16_t w[8], const int8_t* xq) {
   return BlockDot(w, vld1q_s8(xq), vld1q_s8(xq + 16));
 }
 
+#if defined(__aarch64__)
+// Post-indexed loads written out: one instruction that also moves its pointer. From the intrinsics
+// GCC keeps a copy or an add per pointer and block in the decode loop (about 0.4 instructions per
+// sdot); the "m" operand tells it which bytes are read. Volatile keeps the loads in program order:
+// GCC otherwise gathers a block's loads early and spills what they feed.
+#if defined(__clang__)
+// Clang has no register-list operands in inline asm (%S..%V of a vector tuple); it forms
+// post-indexed loads from the intrinsics itself.
+inline int8x16x4_t Load64(const uint8_t*& p) {
+  const int8x16x4_t v = vld1q_s8_x4(reinterpret_cast<const int8_t*>(p));
+  p += 64;
+  return v;
+}
+inline int8x16x2_t Load32(const uint8_t*& p) {
+  const int8x16x2_t v = vld1q_s8_x2(reinterpret_cast<const int8_t*>(p));
+  p += 32;
+  return v;
+}
+inline float32x4_t LoadScales(const float*& p) {
+  const float32x4_t v = vld1q_f32(p);
+  p += 4;
+  return v;
+}
+inline float LoadActScale(const uint8_t*& p) {
+  float v;
+  __builtin_memcpy(&v, p, 4);
+  p += 32;
+  return v;
+}
+#else
+inline int8x16x4_t Load64(const uint8_t*& p) {
+  int8x16x4_t v;
+  asm volatile("ld1 {%S0.16b - %V0.16b}, [%1], #64" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[64]>(p)));
+  return v;
+}
+inline int8x16x2_t Load32(const uint8_t*& p) {
+  int8x16x2_t v;
+  asm volatile("ld1 {%S0.16b - %T0.16b}, [%1], #32" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[32]>(p)));
+  return v;
+}
+inline float32x4_t LoadScales(const float*& p) {
+  float32x4_t v;
+  asm volatile("ldr %q0, [%1], #16" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[16]>(p)));
+  return v;
+}
+// The scale of an activation block (the first of its 8 copies), moving `p` to the next block's.
+inline float LoadActScale(const uint8_t*& p) {
+  float v;
+  asm volatile("ldr %s0, [%1], #32" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[4]>(p)));
+  return v;
+}
+#endif
+#endif
+
+#if defined(__aarch64__)
+// A q4_0 block of a panel (4 rows) against the token's block x0, x1, moving `q` past it, from
+// `start` (the block's -8 * sum of x): each 16 bytes masked and shifted to w + 8 in [0, 15]
+// (groups j and j + 4) just before their two sdots, so the sum is the block's dot itself. Written
+// out because from intrinsics GCC unpacks whole blocks ahead (spilling) or adds register copies.
+#if defined(__clang__)
+inline int32x4_t Q4BlockDot(const uint8_t*& q, int8x16_t x0, int8x16_t x1, uint8x16_t low_mask, int32x4_t start) {
+  const int8x16x4_t v = Load64(q);
+  int32x4_t d = start;
+  const uint8x16_t p0 = vreinterpretq_u8_s8(v.val[0]), p1 = vreinterpretq_u8_s8(v.val[1]);
+  const uint8x16_t p2 = vreinterpretq_u8_s8(v.val[2]), p3 = vreinterpretq_u8_s8(v.val[3]);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vandq_u8(p0, low_mask)), x0, 0);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vshrq_n_u8(p0, 4)), x1, 0);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vandq_u8(p1, low_mask)), x0, 1);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vshrq_n_u8(p1, 4)), x1, 1);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vandq_u8(p2, low_mask)), x0, 2);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vshrq_n_u8(p2, 4)), x1, 2);
+  d = vdotq_laneq_s32(d, vreinterpretq_s8_u8(vandq_u8(p3, low_mask)), x0, 3);
+  return vdotq_laneq_s32(d, vreinterpretq_s8_u8(vshrq_n_u8(p3, 4)), x1, 3);
+}
+inline int32x4_t LoadQ4Start(const uint8_t*& p) {
+  const int32x4_t v = vld1q_dup_s32(reinterpret_cast<const int32_t*>(p));
+  p += 8;
+  return v;
+}
+#else
+inline int32x4_t Q4BlockDot(const uint8_t*& q, int8x16_t x0, int8x16_t x1, uint8x16_t low_mask, int32x4_t start) {
+  int32x4_t d;
+  int8x16x4_t v;
+  int8x16_t t0, t1, t2, t3;
+  asm volatile(
+      "ld1 {%S[v].16b - %V[v].16b}, [%[q]], #64\n\t"
+      "mov %[d].16b, %[s].16b\n\t"
+      "and %[t0].16b, %S[v].16b, %[m].16b\n\t"
+      "ushr %[t1].16b, %S[v].16b, #4\n\t"
+      "and %[t2].16b, %T[v].16b, %[m].16b\n\t"
+      "ushr %[t3].16b, %T[v].16b, #4\n\t"
+      "sdot %[d].4s, %[t0].16b, %[x0].4b[0]\n\t"
+      "sdot %[d].4s, %[t1].16b, %[x1].4b[0]\n\t"
+      "and %[t0].16b, %U[v].16b, %[m].16b\n\t"
+      "ushr %[t1].16b, %U[v].16b, #4\n\t"
+      "sdot %[d].4s, %[t2].16b, %[x0].4b[1]\n\t"
+      "sdot %[d].4s, %[t3].16b, %[x1].4b[1]\n\t"
+      "and %[t2].16b, %V[v].16b, %[m].16b\n\t"
+      "ushr %[t3].16b, %V[v].16b, #4\n\t"
+      "sdot %[d].4s, %[t0].16b, %[x0].4b[2]\n\t"
+      "sdot %[d].4s, %[t1].16b, %[x1].4b[2]\n\t"
+      "sdot %[d].4s, %[t2].16b, %[x0].4b[3]\n\t"
+      "sdot %[d].4s, %[t3].16b, %[x1].4b[3]"
+      : [d] "=&w"(d), [v] "=&w"(v), [t0] "=&w"(t0), [t1] "=&w"(t1), [t2] "=&w"(t2), [t3] "=&w"(t3), [q] "+r"(q)
+      : [x0] "w"(x0), [x1] "w"(x1), [m] "w"(low_mask), [s] "w"(start),
+        "m"(*reinterpret_cast<const uint8_t(*)[64]>(q)));
+  return d;
+}
+
+// The q4_0 start of an activation block, -8 * (the sum of its 32 values), in every lane, moving `p`
+// to the next block's.
+inline int32x4_t LoadQ4Start(const uint8_t*& p) {
+  int32x4_t v;
+  asm volatile("ld1r {%0.4s}, [%1], %2" : "=w"(v), "+r"(p) : "r"(size_t{8}), "m"(*reinterpret_cast<const uint8_t(*)[4]>(p)));
+  return v;
+}
+#endif
+
+// BlockDot from `d` instead of 0 (aarch64 q4_0: from the block's start).
+inline int32x4_t BlockDotFrom(int32x4_t d, const int8x16_t w[8], const int8x16_t x0, const int8x16_t x1) {
+  d = vdotq_laneq_s32(d, w[0], x0, 0);
+  d = vdotq_laneq_s32(d, w[1], x0, 1);
+  d = vdotq_laneq_s32(d, w[2], x0, 2);
+  d = vdotq_laneq_s32(d, w[3], x0, 3);
+  d = vdotq_laneq_s32(d, w[4], x1, 0);
+  d = vdotq_laneq_s32(d, w[5], x1, 1);
+  d = vdotq_laneq_s32(d, w[6], x1, 2);
+  return vdotq_laneq_s32(d, w[7], x1, 3);
+}
+#endif
+
 // The 8 group vectors of block b of a panel (q8_0: as stored; q4_0: nibbles shifted to 16 * w).
 template <bool kQ4>
 inline void LoadBlock(const uint8_t* q, size_t b, int8x16_t w[8]) {
@@ -116,6 +247,56 @@ void Panels(const ArmDotJob& job, const uint8_t* panel, const uint8_t* const* re
   float32x4_t acc[kP][kT];  // local: through `out` the compiler would store them every block
   for (size_t p = 0; p < kP; ++p)
     for (size_t t = 0; t < kT; ++t) acc[p][t] = vdupq_n_f32(0.0f);
+#if defined(__aarch64__)
+  // Every pointer moves forward through post-indexed loads (see Load64).
+  const uint8_t* q[kP];
+  const float* scales[kP];
+  for (size_t p = 0; p < kP; ++p) {
+    q[p] = panel + p * job.panel_bytes + job.scale_bytes;
+    scales[p] = reinterpret_cast<const float*>(panel + p * job.panel_bytes);
+  }
+  const uint8_t* xq[kT];
+  const uint8_t* dx_at[kT];
+  const uint8_t* start_at[kT];  // q4_0: -8 * s_b
+#pragma GCC unroll 4
+  for (size_t t = 0; t < kT; ++t) {
+    xq[t] = rec[t];
+    dx_at[t] = rec[t] + job.d8_offset;
+    start_at[t] = rec[t] + job.bsum_offset + 4;
+  }
+  for (size_t b = job.blocks; b != 0; --b) {
+    int8x16_t w[kP][8];
+    float32x4_t dw[kP];
+    for (size_t p = 0; p < kP; ++p) {
+      if constexpr (kQ4) {  // w + 8 in [0, 15] (the start corrects the sum)
+        const int8x16x4_t v = Load64(q[p]);
+        for (int j = 0; j < 4; ++j) {
+          const uint8x16_t part = vreinterpretq_u8_s8(v.val[j]);
+          w[p][j] = vreinterpretq_s8_u8(vandq_u8(part, vdupq_n_u8(0x0F)));
+          w[p][j + 4] = vreinterpretq_s8_u8(vshrq_n_u8(part, 4));
+        }
+      } else {
+        const int8x16x4_t lo = Load64(q[p]), hi = Load64(q[p]);
+        for (int g = 0; g < 4; ++g) {
+          w[p][g] = lo.val[g];
+          w[p][g + 4] = hi.val[g];
+        }
+      }
+      dw[p] = LoadScales(scales[p]);
+    }
+#pragma GCC unroll 4
+    for (size_t t = 0; t < kT; ++t) {
+      const int8x16x2_t x = Load32(xq[t]);
+      const float dx = LoadActScale(dx_at[t]);
+      const int32x4_t start = kQ4 ? LoadQ4Start(start_at[t]) : vdupq_n_s32(0);
+      for (size_t p = 0; p < kP; ++p) {
+        const int32x4_t d = BlockDotFrom(start, w[p], x.val[0], x.val[1]);
+        const float32x4_t s = vmulq_n_f32(dw[p], dx);
+        acc[p][t] = vfmaq_f32(acc[p][t], vcvtq_f32_s32(d), s);
+      }
+    }
+  }
+#else
   for (size_t b = 0; b < job.blocks; ++b) {
     int8x16_t w[kP][8];
     float32x4_t dw[kP];
@@ -136,6 +317,7 @@ void Panels(const ArmDotJob& job, const uint8_t* panel, const uint8_t* const* re
       }
     }
   }
+#endif
   for (size_t p = 0; p < kP; ++p)
     for (size_t t = 0; t < kT; ++t) out[p][t] = acc[p][t];
 }
@@ -155,10 +337,13 @@ void Store(const ArmDotJob& job, size_t r0, size_t t0, size_t nt, float32x4_t (*
   }
 }
 
+
 // One token x kP panels (4 kP rows): the decode step's products (the tied head most of all). Each
 // panel's weights and scales are read through a pointer of its own that only moves forward, the
 // token's block is loaded once for the kP panels, and the float steps per row and block are those
-// of Panels (one scale multiply per panel and block).
+// of Panels (one scale multiply per panel and block). On aarch64 a block of 4 panels is 64
+// instructions for 32 sdots (q8_0): 8 weight loads, 4 scale loads, the token's 2 loads, 4 x (zero,
+// convert, scale multiply, fused add) and the loop's 2.
 template <bool kQ4, size_t kP>
 void OneToken(const ArmDotJob& job, const uint8_t* panel, const uint8_t* rec, float32x4_t* out) {
   const uint8_t* q[kP];
@@ -169,6 +354,35 @@ void OneToken(const ArmDotJob& job, const uint8_t* panel, const uint8_t* rec, fl
     dw[p] = reinterpret_cast<const float*>(panel + p * job.panel_bytes);
     acc[p] = vdupq_n_f32(0.0f);
   }
+#if defined(__aarch64__)
+  const uint8_t* xq = rec;
+  const uint8_t* dx_at = rec + job.d8_offset;
+  const uint8_t* start_at = rec + job.bsum_offset + 4;  // q4_0: -8 * s_b
+  const uint8x16_t low_mask = vdupq_n_u8(0x0F);
+  for (size_t b = job.blocks; b != 0; --b) {
+    const int8x16x2_t x = Load32(xq);
+    const float dx = LoadActScale(dx_at);
+    int32x4_t start;
+    if constexpr (kQ4) start = LoadQ4Start(start_at);
+#pragma GCC unroll 8
+    for (size_t p = 0; p < kP; ++p) {
+      int32x4_t d;
+      if constexpr (kQ4) {
+        d = Q4BlockDot(q[p], x.val[0], x.val[1], low_mask, start);
+      } else {
+        int8x16_t w[8];
+        const int8x16x4_t lo = Load64(q[p]), hi = Load64(q[p]);
+        for (int g = 0; g < 4; ++g) {
+          w[g] = lo.val[g];
+          w[g + 4] = hi.val[g];
+        }
+        d = BlockDot(w, x.val[0], x.val[1]);
+      }
+      const float32x4_t s = vmulq_n_f32(LoadScales(dw[p]), dx);
+      acc[p] = vfmaq_f32(acc[p], vcvtq_f32_s32(d), s);
+    }
+  }
+#else
   const int8_t* xq = reinterpret_cast<const int8_t*>(rec);
   const uint8_t* dx_at = rec + job.d8_offset;
   for (size_t b = 0; b < job.blocks; ++b) {
@@ -185,6 +399,7 @@ void OneToken(const ArmDotJob& job, const uint8_t* panel, const uint8_t* rec, fl
       acc[p] = vfmaq_f32(acc[p], vcvtq_f32_s32(d), s);
     }
   }
+#endif
   for (size_t p = 0; p < kP; ++p) out[p] = acc[p];
 }
 
@@ -206,7 +421,7 @@ void OneTokenAndStore(const ArmDotJob& job, size_t p0, size_t t) {
 }
 
 #if defined(__aarch64__)
-constexpr size_t kDecodePanels = 4;  // 16 rows per pass: the token's block is loaded once for them
+constexpr size_t kDecodePanels = 8;  // 32 rows per pass: the token's block is loaded once for them
 #else
 constexpr size_t kDecodePanels = 2;  // 16 q registers on AArch32
 #endif
@@ -215,7 +430,20 @@ template <bool kQ4>
 void Run(const ArmDotJob& job) {
   const size_t panels = (job.rows + 3) / 4;
   const size_t full = job.tokens / kTokens * kTokens;  // tokens in whole tiles
-  for (size_t p = 0; p < panels; ++p) {
+  size_t p = 0;
+#if defined(__aarch64__)
+  // 2 panels x 4 tokens: each token's block loaded once for 8 rows (16 weight vectors in registers).
+  for (; p + 2 <= panels; p += 2) {
+    for (size_t t0 = 0; t0 < full; t0 += kTokens) {
+      const uint8_t* rec[kTokens];
+      for (size_t t = 0; t < kTokens; ++t) rec[t] = job.packed + (t0 + t) * job.packed_stride;
+      float32x4_t acc[2][kTokens];
+      Panels<kQ4, 2, kTokens>(job, job.panels + p * job.panel_bytes, rec, acc);
+      Store<kQ4, 2, kTokens>(job, 4 * p, t0, kTokens, acc);
+    }
+  }
+#endif
+  for (; p < panels; ++p) {
     for (size_t t0 = 0; t0 < full; t0 += kTokens) {
       const uint8_t* rec[kTokens];
       for (size_t t = 0; t < kTokens; ++t) rec[t] = job.packed + (t0 + t) * job.packed_stride;
@@ -224,10 +452,15 @@ void Run(const ArmDotJob& job) {
       Store<kQ4, 1, kTokens>(job, 4 * p, t0, kTokens, acc);
     }
   }
-  // The token tail (decode: all of it), kDecodePanels panels at a time, then 1.
+  // The token tail (decode: all of it), kDecodePanels panels at a time, then 2 (aarch64: 4), then 1.
+  constexpr size_t kHalf = kDecodePanels / 2;
   for (size_t t = full; t < job.tokens; ++t) {
     size_t p = 0;
     for (; p + kDecodePanels <= panels; p += kDecodePanels) OneTokenAndStore<kQ4, kDecodePanels>(job, p, t);
+    if (p + kHalf <= panels) {
+      OneTokenAndStore<kQ4, kHalf>(job, p, t);
+      p += kHalf;
+    }
     for (; p < panels; ++p) OneTokenAndStore<kQ4, 1>(job, p, t);
   }
 }

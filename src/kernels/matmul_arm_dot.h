@@ -19,6 +19,7 @@ struct ArmDotJob {
   const uint8_t* packed = nullptr;  // QuantLayout records
   size_t packed_stride = 0;
   size_t d8_offset = 0;
+  size_t bsum_offset = 0;           // per block {-128 s_b, -8 s_b} (aarch64 q4_0: the -8 correction)
   size_t tokens = 0;
   float* y = nullptr;  // output row 0 of token 0
   size_t y_stride = 0;
@@ -30,9 +31,10 @@ void ArmDotMatMul(const ArmDotJob& job);
 // smmla (aarch64 i8mm, kernels/matmul_arm_i8mm.cpp): job.tokens must be even. Token pairs are first
 // interleaved into `pairs` (ArmI8mmPairBytes(job.blocks, job.tokens) bytes, 16-byte aligned): per
 // block and pair, 8-byte groups of the two tokens' quantized values side by side (the 2x8 operand
-// smmla takes) and the pair's scales. Rows and tokens get the bits ArmDotMatMul gives them.
+// smmla takes) and the pair's scales; after them, room for one panel's blocks zipped into smmla
+// operands (160 bytes a block). Rows and tokens get the bits ArmDotMatMul gives them.
 // Defined only in aarch64 builds (FGEMMA_ARM_I8MM).
-inline size_t ArmI8mmPairBytes(size_t blocks, size_t tokens) { return tokens / 2 * blocks * 80; }
+inline size_t ArmI8mmPairBytes(size_t blocks, size_t tokens) { return tokens / 2 * blocks * 80 + blocks * 160; }
 void ArmI8mmMatMul(const ArmDotJob& job, uint8_t* pairs);
 
 }  // namespace fgemma::kernels_internal

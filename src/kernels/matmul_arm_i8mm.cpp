@@ -6,7 +6,7 @@
 // (two tokens' 8 values) into a 2x2 int32 tile. The panels keep the sdot layout (group g of 4 values
 // of rows 0-3 in one vector: the decode kernel needs it, and a second copy would double the
 // weights' memory); two groups zipped in registers give the rows' 8-value operands, once per block
-// for 8 tokens. Per row and token the block's int32 dot is exact whatever the order of its products,
+// for 8 tokens, or once per panel into a scratch when more than 8 tokens pass over it. Per row and token the block's int32 dot is exact whatever the order of its products,
 // and the float steps are those of matmul_arm_dot.cpp:
 //   y = fold over blocks b: y = fma(float(int32 dot_b), float(dw_b * dx_b), y), from 0,
 // so a batch equals one token at a time (whose single tokens take sdot), and a row slice the whole.
@@ -18,8 +18,8 @@
 namespace fgemma::kernels_internal {
 namespace {
 
-// Token pairs per pass over a panel: 8 zipped weights + 8 tile sums + 4 activations in registers
-// (fewer instructions per smmla than 3 pairs for both types, though GCC spills a little).
+// Token pairs per pass over a panel: 8 zipped weights + 8 tile sums + 4 activations + 4 pair
+// scales in registers (no spills with GCC 12; 5 pairs would need more than 32 registers).
 template <bool kQ4>
 constexpr size_t kPairs = 4;
 
@@ -51,32 +51,83 @@ void InterleavePairs(const ArmDotJob& job, uint8_t* pairs) {
   }
 }
 
-// Block b of a panel as smmla operands: lo[c] = rows 0-1, hi[c] = rows 2-3, values 8c..8c+7 (the
-// q4_0 nibbles shifted to 16 * w as in matmul_arm_dot.cpp: the int32 dot is 16x, shifted back).
+// Post-indexed loads written out (one instruction that also moves its pointer; from the
+// intrinsics GCC keeps an address computation per pointer and block). Volatile keeps them in
+// program order: GCC otherwise gathers a block's loads early and spills what they feed.
+#if defined(__clang__)
+// Clang has no register-list operands in inline asm; it forms post-indexed loads itself.
+inline int8x16x4_t Load64(const uint8_t*& p) {
+  const int8x16x4_t v = vld1q_s8_x4(reinterpret_cast<const int8_t*>(p));
+  p += 64;
+  return v;
+}
+inline float32x4_t Load16(const uint8_t*& p) {
+  const float32x4_t v = vld1q_f32(reinterpret_cast<const float*>(p));
+  p += 16;
+  return v;
+}
+inline float32x4x2_t LoadF32x2(const uint8_t*& p) {
+  const float32x4x2_t v = vld1q_f32_x2(reinterpret_cast<const float*>(p));
+  p += 32;
+  return v;
+}
+inline float32x4x4_t LoadF32x4(const uint8_t*& p) {
+  const float32x4x4_t v = vld1q_f32_x4(reinterpret_cast<const float*>(p));
+  p += 64;
+  return v;
+}
+#else
+inline int8x16x4_t Load64(const uint8_t*& p) {
+  int8x16x4_t v;
+  asm volatile("ld1 {%S0.16b - %V0.16b}, [%1], #64" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[64]>(p)));
+  return v;
+}
+inline float32x4_t Load16(const uint8_t*& p) {
+  float32x4_t v;
+  asm volatile("ldr %q0, [%1], #16" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[16]>(p)));
+  return v;
+}
+inline float32x4x2_t LoadF32x2(const uint8_t*& p) {
+  float32x4x2_t v;
+  asm volatile("ld1 {%S0.4s - %T0.4s}, [%1], #32" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[32]>(p)));
+  return v;
+}
+inline float32x4x4_t LoadF32x4(const uint8_t*& p) {
+  float32x4x4_t v;
+  asm volatile("ld1 {%S0.4s - %V0.4s}, [%1], #64" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[64]>(p)));
+  return v;
+}
+#endif
+
+// Block b of a panel as smmla operands, moving `q` past it: lo[c] = rows 0-1, hi[c] = rows 2-3,
+// values 8c..8c+7. Lanes of group vector g are rows 0-3 of group g: zipping groups 2c and 2c + 1
+// gives row r's values 8c..8c+7 in 8 consecutive bytes, two rows per vector. q4_0: the packed
+// bytes are zipped first (byte i of group j holds elements 4j + i and 16 + 4j + i: one zip serves
+// both nibbles), then each nibble (w + 8, matmul_internal.h; bit 3 flipped: w in 4-bit two's
+// complement) is sign-extended to the int8 w itself, so the tiles need no correction.
 template <bool kQ4>
-inline void LoadTiles(const uint8_t* q, size_t b, int8x16_t lo[4], int8x16_t hi[4]) {
-  int8x16_t w[8];
+inline void LoadTiles(const uint8_t*& q, int8x16_t lo[4], int8x16_t hi[4]) {
   if constexpr (kQ4) {
-    const uint8x16x4_t v = vld1q_u8_x4(q + b * 64);
-    const uint8x16_t part[4] = {v.val[0], v.val[1], v.val[2], v.val[3]};
-    for (int j = 0; j < 4; ++j) {
-      w[j] = vreinterpretq_s8_u8(vshlq_n_u8(part[j], 4));
-      w[j + 4] = vreinterpretq_s8_u8(vandq_u8(part[j], vdupq_n_u8(0xF0)));
+    const int8x16x4_t v = Load64(q);
+    for (int h = 0; h < 2; ++h) {  // groups 2h, 2h + 1: values 8h.. (low nibbles), 16 + 8h.. (high)
+      // Nibbles stored as w + 8: flipping bit 3 of each gives w in 4-bit two's complement.
+      const int8x16_t flip = vdupq_n_s8(static_cast<int8_t>(0x88));
+      const int32x4_t a = vreinterpretq_s32_s8(veorq_s8(v.val[2 * h], flip));
+      const int32x4_t n = vreinterpretq_s32_s8(veorq_s8(v.val[2 * h + 1], flip));
+      const int8x16_t r01 = vreinterpretq_s8_s32(vzip1q_s32(a, n)), r23 = vreinterpretq_s8_s32(vzip2q_s32(a, n));
+      lo[h] = vshrq_n_s8(vshlq_n_s8(r01, 4), 4);
+      hi[h] = vshrq_n_s8(vshlq_n_s8(r23, 4), 4);
+      lo[h + 2] = vshrq_n_s8(r01, 4);
+      hi[h + 2] = vshrq_n_s8(r23, 4);
     }
   } else {
-    const int8_t* p = reinterpret_cast<const int8_t*>(q + b * 128);
-    const int8x16x4_t l = vld1q_s8_x4(p), h = vld1q_s8_x4(p + 64);
-    for (int g = 0; g < 4; ++g) {
-      w[g] = l.val[g];
-      w[g + 4] = h.val[g];
+    const int8x16x4_t l = Load64(q), h = Load64(q);
+    const int8x16_t w[8] = {l.val[0], l.val[1], l.val[2], l.val[3], h.val[0], h.val[1], h.val[2], h.val[3]};
+    for (int c = 0; c < 4; ++c) {
+      const int32x4_t a = vreinterpretq_s32_s8(w[2 * c]), n = vreinterpretq_s32_s8(w[2 * c + 1]);
+      lo[c] = vreinterpretq_s8_s32(vzip1q_s32(a, n));
+      hi[c] = vreinterpretq_s8_s32(vzip2q_s32(a, n));
     }
-  }
-  // Lanes of w[g] are rows 0-3 of group g: zipping groups 2c and 2c + 1 gives row r's values
-  // 8c..8c+7 in 8 consecutive bytes, two rows per vector.
-  for (int c = 0; c < 4; ++c) {
-    const int32x4_t a = vreinterpretq_s32_s8(w[2 * c]), n = vreinterpretq_s32_s8(w[2 * c + 1]);
-    lo[c] = vreinterpretq_s8_s32(vzip1q_s32(a, n));
-    hi[c] = vreinterpretq_s8_s32(vzip2q_s32(a, n));
   }
 }
 
@@ -84,38 +135,77 @@ inline void LoadTiles(const uint8_t* q, size_t b, int8x16_t lo[4], int8x16_t hi[
 // Sums stay local (through `out` they would be stored every block), in the 2x2 tile form smmla
 // gives: the scales are made in that form too ({dw_r0, dw_r0, dw_r1, dw_r1} x {dx_t0, dx_t1, dx_t0,
 // dx_t1}: the same float products dw_r * dx_t), and the tiles are unzipped to rows once at the end.
-template <bool kQ4, size_t kP>
-void Tile(const ArmDotJob& job, const uint8_t* panel, const uint8_t* pairs, size_t j0, float32x4_t* out) {
+// Block b's operands of a panel zipped once into `zipped` (ZipPanel: lo[4], hi[4], then the scales
+// as {dw_r0, dw_r0, dw_r1, dw_r1}, {dw_r2, dw_r2, dw_r3, dw_r3}: 160 bytes per block), for products
+// that pass over a panel more than once (more than kPairs token pairs): each pass then loads them
+// with 3 instructions instead of zipping (and unpacking q4_0) again.
+constexpr size_t kZippedBlockBytes = 160;
+template <bool kQ4>
+void ZipPanel(const ArmDotJob& job, const uint8_t* panel, uint8_t* zipped) {
+  const uint8_t* q = panel + job.scale_bytes;
+  const uint8_t* scales = panel;
+  for (size_t b = 0; b < job.blocks; ++b, zipped += kZippedBlockBytes) {
+    int8x16_t lo[4], hi[4];
+    LoadTiles<kQ4>(q, lo, hi);
+    const float32x4_t dw = Load16(scales);
+    const int8x16x4_t l = {{lo[0], lo[1], lo[2], lo[3]}}, h = {{hi[0], hi[1], hi[2], hi[3]}};
+    const float32x4x2_t s = {{vzip1q_f32(dw, dw), vzip2q_f32(dw, dw)}};
+    vst1q_s8_x4(reinterpret_cast<int8_t*>(zipped), l);  // (clang's intrinsics are macros: no braces inside)
+    vst1q_s8_x4(reinterpret_cast<int8_t*>(zipped + 64), h);
+    vst1q_f32_x2(reinterpret_cast<float*>(zipped + 128), s);
+  }
+}
+
+// `src` is the panel (kZipped false) or its ZipPanel copy.
+template <bool kQ4, bool kZipped, size_t kP>
+void Tile(const ArmDotJob& job, const uint8_t* src, const uint8_t* pairs, size_t j0, float32x4_t* out) {
   const size_t npairs = job.tokens / 2, region = npairs * 80;
   float32x4_t acc01[kP], acc23[kP];
   for (size_t k = 0; k < kP; ++k) acc01[k] = acc23[k] = vdupq_n_f32(0.0f);
-  const int8_t* x = reinterpret_cast<const int8_t*>(pairs + 64 * j0);
-  const float* dx = reinterpret_cast<const float*>(pairs + npairs * 64 + 16 * j0);
-  const uint8_t* q = panel + job.scale_bytes;
-  const float* scales = reinterpret_cast<const float*>(panel);
-  for (size_t b = 0; b < job.blocks; ++b) {
+  const uint8_t* x = pairs + 64 * j0;                // this block's first pair's values
+  const uint8_t* dx = pairs + npairs * 64 + 16 * j0;  // ... and its scales
+  const size_t x_skip = region - 64 * kP, dx_skip = region - 16 * kP;
+  const uint8_t* q = kZipped ? src : src + job.scale_bytes;
+  const uint8_t* scales = src;
+  for (size_t b = job.blocks; b != 0; --b) {
     int8x16_t lo[4], hi[4];
-    LoadTiles<kQ4>(q, b, lo, hi);
-    const float32x4_t dw = vld1q_f32(scales + 4 * b);
-    const float32x4_t dw01 = vzip1q_f32(dw, dw), dw23 = vzip2q_f32(dw, dw);
+    float32x4_t dw01, dw23;
+    if constexpr (kZipped) {
+      const int8x16x4_t l = Load64(q), h = Load64(q);
+      for (int c = 0; c < 4; ++c) {
+        lo[c] = l.val[c];
+        hi[c] = h.val[c];
+      }
+      const float32x4x2_t d = LoadF32x2(q);
+      dw01 = d.val[0];
+      dw23 = d.val[1];
+    } else {
+      LoadTiles<kQ4>(q, lo, hi);
+      const float32x4_t dw = Load16(scales);
+      dw01 = vzip1q_f32(dw, dw);
+      dw23 = vzip2q_f32(dw, dw);
+    }
+    float32x4_t dxs[kP];  // the pairs' scales: one load for 4 pairs
+    if constexpr (kP == 4) {
+      const float32x4x4_t v = LoadF32x4(dx);
+      for (size_t k = 0; k < 4; ++k) dxs[k] = v.val[k];
+    } else {
+      for (size_t k = 0; k < kP; ++k) dxs[k] = Load16(dx);
+    }
     for (size_t k = 0; k < kP; ++k) {
-      const int8x16x4_t xv = vld1q_s8_x4(x + 64 * k);
+      const int8x16x4_t xv = Load64(x);
+      const float32x4_t d = dxs[k];
       int32x4_t c01 = vmmlaq_s32(vdupq_n_s32(0), lo[0], xv.val[0]);  // {r0t0, r0t1, r1t0, r1t1}
       int32x4_t c23 = vmmlaq_s32(vdupq_n_s32(0), hi[0], xv.val[0]);  // rows 2-3
       for (int c = 1; c < 4; ++c) {
         c01 = vmmlaq_s32(c01, lo[c], xv.val[c]);
         c23 = vmmlaq_s32(c23, hi[c], xv.val[c]);
       }
-      if constexpr (kQ4) {
-        c01 = vshrq_n_s32(c01, 4);
-        c23 = vshrq_n_s32(c23, 4);
-      }
-      const float32x4_t d = vld1q_f32(dx + 4 * k);
       acc01[k] = vfmaq_f32(acc01[k], vcvtq_f32_s32(c01), vmulq_f32(dw01, d));
       acc23[k] = vfmaq_f32(acc23[k], vcvtq_f32_s32(c23), vmulq_f32(dw23, d));
     }
-    x = reinterpret_cast<const int8_t*>(reinterpret_cast<const uint8_t*>(x) + region);
-    dx = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(dx) + region);
+    x += x_skip;
+    dx += dx_skip;
   }
   for (size_t k = 0; k < kP; ++k) {  // {r0t0, r0t1, r1t0, r1t1}, {r2t0, ...} -> rows 0-3 of t0, of t1
     out[2 * k] = vreinterpretq_f32_u32(vuzp1q_u32(vreinterpretq_u32_f32(acc01[k]), vreinterpretq_u32_f32(acc23[k])));
@@ -123,10 +213,10 @@ void Tile(const ArmDotJob& job, const uint8_t* panel, const uint8_t* pairs, size
   }
 }
 
-template <bool kQ4, size_t kP>
-void TileAndStore(const ArmDotJob& job, size_t panel, const uint8_t* pairs, size_t j0) {
+template <bool kQ4, bool kZipped, size_t kP>
+void TileAndStore(const ArmDotJob& job, size_t panel, const uint8_t* src, const uint8_t* pairs, size_t j0) {
   float32x4_t acc[2 * kP];
-  Tile<kQ4, kP>(job, job.panels + panel * job.panel_bytes, pairs, j0, acc);
+  Tile<kQ4, kZipped, kP>(job, src, pairs, j0, acc);
   const size_t r0 = 4 * panel, n = job.rows - r0 < 4 ? job.rows - r0 : 4;
   for (size_t i = 0; i < 2 * kP; ++i) {
     float* y = job.y + (2 * j0 + i) * job.y_stride + r0;
@@ -140,17 +230,30 @@ void TileAndStore(const ArmDotJob& job, size_t panel, const uint8_t* pairs, size
   }
 }
 
+template <bool kQ4, bool kZipped>
+void Passes(const ArmDotJob& job, size_t p, const uint8_t* src, const uint8_t* pairs) {
+  const size_t npairs = job.tokens / 2;
+  size_t j = 0;
+  for (; j + kPairs<kQ4> <= npairs; j += kPairs<kQ4>) TileAndStore<kQ4, kZipped, kPairs<kQ4>>(job, p, src, pairs, j);
+  switch (npairs - j) {
+    case 3: TileAndStore<kQ4, kZipped, 3>(job, p, src, pairs, j); break;
+    case 2: TileAndStore<kQ4, kZipped, 2>(job, p, src, pairs, j); break;
+    case 1: TileAndStore<kQ4, kZipped, 1>(job, p, src, pairs, j); break;
+    default: break;
+  }
+}
+
 template <bool kQ4>
-void Run(const ArmDotJob& job, const uint8_t* pairs) {
-  const size_t panels = (job.rows + 3) / 4, npairs = job.tokens / 2;
+void Run(const ArmDotJob& job, const uint8_t* pairs, uint8_t* zipped) {
+  const size_t panels = (job.rows + 3) / 4;
+  const bool rezip = job.tokens / 2 > kPairs<kQ4>;  // more than one pass per panel
   for (size_t p = 0; p < panels; ++p) {
-    size_t j = 0;
-    for (; j + kPairs<kQ4> <= npairs; j += kPairs<kQ4>) TileAndStore<kQ4, kPairs<kQ4>>(job, p, pairs, j);
-    switch (npairs - j) {
-      case 3: TileAndStore<kQ4, 3>(job, p, pairs, j); break;
-      case 2: TileAndStore<kQ4, 2>(job, p, pairs, j); break;
-      case 1: TileAndStore<kQ4, 1>(job, p, pairs, j); break;
-      default: break;
+    const uint8_t* panel = job.panels + p * job.panel_bytes;
+    if (rezip) {
+      ZipPanel<kQ4>(job, panel, zipped);
+      Passes<kQ4, true>(job, p, zipped, pairs);
+    } else {
+      Passes<kQ4, false>(job, p, panel, pairs);
     }
   }
 }
@@ -159,10 +262,11 @@ void Run(const ArmDotJob& job, const uint8_t* pairs) {
 
 void ArmI8mmMatMul(const ArmDotJob& job, uint8_t* pairs) {
   InterleavePairs(job, pairs);
+  uint8_t* zipped = pairs + job.tokens / 2 * job.blocks * 80;
   if (job.q4) {
-    Run<true>(job, pairs);
+    Run<true>(job, pairs, zipped);
   } else {
-    Run<false>(job, pairs);
+    Run<false>(job, pairs, zipped);
   }
 }
 

@@ -26,7 +26,15 @@ size_t InterleavedPanelBytes(DType type, size_t cols) {
 }
 
 PanelFormat ActivePanelFormat() {
-  if (ArmDotActive()) return {kArmPanelRows, 4, 0u, 0x88888888u};
+  if (ArmDotActive()) {
+#if defined(__aarch64__)
+    // q4_0 nibbles as stored (w + 8): the aarch64 kernels mask or shift them to w + 8 in [0, 15]
+    // and start each block's int32 sum from -8 * (the sum of the token's block).
+    return {kArmPanelRows, 4, 0u, 0u};
+#else
+    return {kArmPanelRows, 4, 0u, 0x88888888u};
+#endif
+  }
   return {kInterleaveRows, 2, 0x80808080u, 0u};
 }
 
@@ -88,6 +96,7 @@ void MatMulArmDot(const KernelMatrix& w, const Activations& a, float* y, size_t 
   job.packed = static_cast<const uint8_t*>(a.packed);
   job.packed_stride = a.packed_stride;
   job.d8_offset = layout.d8_offset;
+  job.bsum_offset = layout.bsum_offset;
   job.tokens = a.num_tokens;
   job.y = y + row_begin;
   job.y_stride = y_stride;

@@ -70,8 +70,10 @@ inline size_t InterleavedScaleBytes(size_t cols) {  // nb * 16 f16 scales, padde
 // group of 4 rows for a by-element sdot against the token's group g:
 //   float   scale[nb][4]            block scales widened exactly from f16 (region padded to 64)
 //   q8_0: int8_t q[nb][8][4][4]     group g of row r at [b][g][r], as stored
-//   q4_0: uint8_t q[nb][4][4][4]    as the interleave above, each nibble stored as (w + 8) ^ 8 (w in
-//                                   4-bit two's complement: shifted left 4 it is the int8 16 * w)
+//   q4_0: uint8_t q[nb][4][4][4]    as the interleave above; AArch32: each nibble stored as
+//                                   (w + 8) ^ 8 (w in 4-bit two's complement: shifted left 4 it is
+//                                   the int8 16 * w); aarch64: as stored, w + 8 (masked or shifted
+//                                   to [0, 15], the sums start from -8 * s_b of the record's bsum)
 // PanelFormat describes the layout of the running target; the accessors below use it.
 constexpr size_t kArmPanelRows = 4;
 struct PanelFormat {
