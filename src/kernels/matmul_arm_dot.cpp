@@ -180,6 +180,36 @@ inline int32x4_t BlockDotFrom(int32x4_t d, const int8x16_t w[8], const int8x16_t
 }
 #endif
 
+#if !defined(__aarch64__)
+// AArch32: vld1 takes no immediate offset, so from the intrinsics GCC computes the address of each
+// 16-byte load of a block in a register of its own (an add per load) and, short of registers,
+// spills and reloads the pointers: the 2-token q8_0 loop was 81 instructions for 16 vsdots. Each
+// load below is one post-indexed vld1 of up to four d registers (32 bytes, a q register pair
+// listed by %h) that also moves its pointer; the "m" operand tells GCC which bytes are read.
+inline int8x16x2_t Load32(const uint8_t*& p) {
+  int8x16x2_t v;
+  asm("vld1.8 %h0, [%1]!" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[32]>(p)));
+  return v;
+}
+inline int8x16_t Load16(const uint8_t*& p) {
+  int8x16_t v;
+  asm("vld1.8 {%e0-%f0}, [%1]!" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[16]>(p)));
+  return v;
+}
+inline float32x4_t LoadScales(const float*& p) {
+  float32x4_t v;
+  asm("vld1.32 {%e0-%f0}, [%1]!" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const float(*)[4]>(p)));
+  return v;
+}
+// The scale of an activation block in both lanes of a d register (vmulq_lane_f32 multiplies by it
+// as vmulq_n_f32 does: the same VMUL by scalar), moving `p` to the next block's (32 bytes on).
+inline float32x2_t LoadActScale(const uint8_t*& p, uint32_t step) {
+  float32x2_t v;
+  asm("vld1.32 {%P0[]}, [%1], %2" : "=w"(v), "+r"(p) : "r"(step), "m"(*reinterpret_cast<const float*>(p)));
+  return v;
+}
+#endif
+
 // The 8 group vectors of block b of a panel (q8_0: as stored; q4_0: nibbles shifted to 16 * w).
 template <bool kQ4>
 inline void LoadBlock(const uint8_t* q, size_t b, int8x16_t w[8]) {
@@ -234,8 +264,18 @@ inline void LoadNext(const uint8_t*& q, int8x16_t w[8]) {
     }
   }
 #else
-  LoadBlock<kQ4>(q, 0, w);
-  q += kQ4 ? 64 : 128;
+  if constexpr (kQ4) {
+    const int8x16x2_t lo = Load32(q), hi = Load32(q);
+    const uint8x16_t part[4] = {vreinterpretq_u8_s8(lo.val[0]), vreinterpretq_u8_s8(lo.val[1]),
+                                vreinterpretq_u8_s8(hi.val[0]), vreinterpretq_u8_s8(hi.val[1])};
+    for (int j = 0; j < 4; ++j) {
+      w[j] = vreinterpretq_s8_u8(vshlq_n_u8(part[j], 4));
+      w[j + 4] = vreinterpretq_s8_u8(vandq_u8(part[j], vdupq_n_u8(0xF0)));
+    }
+  } else {
+    // 16 bytes per load: GCC moves the registers of 32-byte pairs into others before the vsdots.
+    for (int g = 0; g < 8; ++g) w[g] = Load16(q);
+  }
 #endif
 }
 
@@ -297,25 +337,27 @@ void Panels(const ArmDotJob& job, const uint8_t* panel, const uint8_t* const* re
     }
   }
 #else
-  for (size_t b = 0; b < job.blocks; ++b) {
-    int8x16_t w[kP][8];
-    float32x4_t dw[kP];
-    for (size_t p = 0; p < kP; ++p) {
-      const uint8_t* base = panel + p * job.panel_bytes;
-      LoadBlock<kQ4>(base + job.scale_bytes, b, w[p]);
-      dw[p] = vld1q_f32(reinterpret_cast<const float*>(base) + 4 * b);
-    }
-    for (size_t t = 0; t < kT; ++t) {
-      const int8_t* xq = reinterpret_cast<const int8_t*>(rec[t]) + 32 * b;
-      float dx;
-      __builtin_memcpy(&dx, rec[t] + job.d8_offset + 32 * b, 4);
-      for (size_t p = 0; p < kP; ++p) {
-        int32x4_t d = BlockDot(w[p], xq);
-        if constexpr (kQ4) d = vshrq_n_s32(d, 4);
-        const float32x4_t s = vmulq_n_f32(dw[p], dx);
-        acc[p][t] = vfmaq_f32(acc[p][t], vcvtq_f32_s32(d), s);
-      }
-    }
+  // AArch32: one panel x two tokens (16 q registers), every pointer a scalar of its own moving
+  // forward through post-indexed loads (see Load32); in arrays GCC kept them on the stack.
+  static_assert(kP == 1 && kT == 2, "the AArch32 tile is one panel by two tokens");
+  const uint8_t* q = panel + job.scale_bytes;
+  const float* scales = reinterpret_cast<const float*>(panel);
+  const uint8_t *x0 = rec[0], *x1 = rec[1];
+  const uint8_t *dx0 = rec[0] + job.d8_offset, *dx1 = rec[1] + job.d8_offset;
+  for (size_t b = job.blocks; b != 0; --b) {
+    int8x16_t w[8];
+    LoadNext<kQ4>(q, w);
+    const float32x4_t dw = LoadScales(scales);
+    const int8x16x2_t xa = Load32(x0);
+    const float32x2_t da = LoadActScale(dx0, 32);
+    int32x4_t d = BlockDot(w, xa.val[0], xa.val[1]);
+    if constexpr (kQ4) d = vshrq_n_s32(d, 4);
+    acc[0][0] = vfmaq_f32(acc[0][0], vcvtq_f32_s32(d), vmulq_lane_f32(dw, da, 0));
+    const int8x16x2_t xb = Load32(x1);
+    const float32x2_t db = LoadActScale(dx1, 32);
+    d = BlockDot(w, xb.val[0], xb.val[1]);
+    if constexpr (kQ4) d = vshrq_n_s32(d, 4);
+    acc[0][1] = vfmaq_f32(acc[0][1], vcvtq_f32_s32(d), vmulq_lane_f32(dw, db, 0));
   }
 #endif
   for (size_t p = 0; p < kP; ++p)
@@ -383,19 +425,18 @@ void OneToken(const ArmDotJob& job, const uint8_t* panel, const uint8_t* rec, fl
     }
   }
 #else
-  const int8_t* xq = reinterpret_cast<const int8_t*>(rec);
+  // AArch32: post-indexed loads throughout (see Load32).
+  const uint8_t* xq = rec;
   const uint8_t* dx_at = rec + job.d8_offset;
-  for (size_t b = 0; b < job.blocks; ++b) {
-    const int8x16_t x0 = vld1q_s8(xq + 32 * b), x1 = vld1q_s8(xq + 32 * b + 16);
-    float dx;
-    __builtin_memcpy(&dx, dx_at + 32 * b, 4);
+  for (size_t b = job.blocks; b != 0; --b) {
+    const int8x16x2_t x = Load32(xq);
+    const float32x2_t dx = LoadActScale(dx_at, 32);
     for (size_t p = 0; p < kP; ++p) {
       int8x16_t w[8];
       LoadNext<kQ4>(q[p], w);
-      int32x4_t d = BlockDot(w, x0, x1);
+      int32x4_t d = BlockDot(w, x.val[0], x.val[1]);
       if constexpr (kQ4) d = vshrq_n_s32(d, 4);
-      const float32x4_t s = vmulq_n_f32(vld1q_f32(dw[p]), dx);
-      dw[p] += 4;
+      const float32x4_t s = vmulq_lane_f32(LoadScales(dw[p]), dx, 0);
       acc[p] = vfmaq_f32(acc[p], vcvtq_f32_s32(d), s);
     }
   }

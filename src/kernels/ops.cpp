@@ -1,10 +1,11 @@
+// Scalar references of ops.h (the code other architectures than Arm run) and the RoPE tables.
 #include "kernels/ops.h"
 
 #include <cmath>
 
 namespace fgemma {
 
-void RmsNorm(const float* x, const float* scale, float eps, size_t n, float* out) {
+void RmsNormReference(const float* x, const float* scale, float eps, size_t n, float* out) {
   // Accumulate in double: n is small (<= 2048) and this keeps us closest to the reference's
   // float32 mean, whose own rounding is below 1e-7 relative.
   double ss = 0;
@@ -23,7 +24,7 @@ void GeluTanhMulReference(float* gate, const float* up, size_t n) {
   }
 }
 
-void ApplyRope(float* x, const float* cos, const float* sin, size_t dim) {
+void ApplyRopeReference(float* x, const float* cos, const float* sin, size_t dim) {
   const size_t half = dim / 2;
   for (size_t i = 0; i < half; ++i) {
     const float a = x[i];
@@ -50,7 +51,7 @@ void RopeInverseFrequencies(float theta, float scaling, size_t dim, float* inv_f
   }
 }
 
-void Softmax(float* x, size_t n) {
+void SoftmaxReference(float* x, size_t n) {
   if (n == 0) return;
   float m = x[0];
   for (size_t i = 1; i < n; ++i) m = x[i] > m ? x[i] : m;
@@ -63,7 +64,7 @@ void Softmax(float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-void AddInPlace(float* y, const float* x, size_t n) {
+void AddInPlaceReference(float* y, const float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] += x[i];
 }
 

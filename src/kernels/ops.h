@@ -1,5 +1,12 @@
 // Elementwise and row-wise operations of the Gemma 3 forward pass, float32 throughout (they are a
 // small share of the time; the matrix kernels dominate).
+//
+// RmsNorm, ApplyRope, Softmax and AddInPlace run Highway's vector code on Arm (NEON on aarch64 and
+// armhf, kernels/ops_simd.cpp) and their scalar references (the *Reference functions) on other
+// architectures, whose outputs so stay those of the code they replaced (x86's vector units would
+// change the bits: reduction order, FMA contraction in AVX2 code). On Arm the row sums are float32
+// lanes (the reference sums in double) and Softmax's exp is Highway's (1 ulp). Every output
+// depends only on its row's values and length, never on alignment or on the rows batched with it.
 #pragma once
 
 #include <cstddef>
@@ -9,12 +16,14 @@ namespace fgemma {
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * scale[i]; `scale` already holds Gemma's (1 + w).
 // In place is allowed (out == x).
 void RmsNorm(const float* x, const float* scale, float eps, size_t n, float* out);
+void RmsNormReference(const float* x, const float* scale, float eps, size_t n, float* out);
 
 // gate[i] = gelu_tanh(gate[i]) * up[i], scalar reference of vec.h's GeluTanhMul.
 void GeluTanhMulReference(float* gate, const float* up, size_t n);
 
 // Split-half rotary embedding of one head vector `x[dim]` with precomputed cos/sin[dim/2].
 void ApplyRope(float* x, const float* cos, const float* sin, size_t dim);
+void ApplyRopeReference(float* x, const float* cos, const float* sin, size_t dim);
 
 // Fills cos/sin[dim/2] for `position` with inverse frequencies `inv_freq[dim/2]`, in float32 like
 // the reference (angle = float(position) * inv_freq).
@@ -25,8 +34,10 @@ void RopeInverseFrequencies(float theta, float scaling, size_t dim, float* inv_f
 
 // In-place softmax over x[n] (max-subtracted, float32).
 void Softmax(float* x, size_t n);
+void SoftmaxReference(float* x, size_t n);
 
 // y[i] += x[i]
 void AddInPlace(float* y, const float* x, size_t n);
+void AddInPlaceReference(float* y, const float* x, size_t n);
 
 }  // namespace fgemma
