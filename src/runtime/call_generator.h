@@ -53,7 +53,7 @@ struct ConstrainedOptions {
   // Lookups per pass: where a guess's source ends or departs from the grammar (a value copied from
   // the utterance ends, say), the guess goes on from a new lookup at the text it has reached, up to
   // this many in all (1: one source per pass).
-  size_t draft_lookups = 4;
+  size_t draft_lookups = 8;
   // Null in production. Traces and benchmarks see every drafted pass (DraftPassTrace above).
   std::function<void(const DraftPassTrace&)> on_draft_pass;
   // Called with each generated token as it is chosen (streaming, cancellation, budgets); returning

@@ -23,6 +23,14 @@ constexpr size_t kNameWorth = 8;       // guessed tokens the named tool's candid
 constexpr std::string_view kCallStart = "<start_function_call>call:";
 constexpr std::string_view kCall = "call:";
 
+// After "key:" (a number, a boolean, an enum's <escape> to come) or "key:<escape>" (an enum's
+// value), outside free text: where the utterance's words are tried first.
+bool AtValue(std::string_view hyp, const CallMatcher& state) {
+  uint32_t key = 0, left = 0;
+  if (state.TextState(&key, &left)) return false;
+  return (hyp.ends_with(':') && !hyp.ends_with(kCall)) || hyp.ends_with(":<escape>");
+}
+
 bool WordByte(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
 std::string Lower(std::string_view s) {
@@ -90,13 +98,16 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
   hyp_ = written_;
   CallMatcher s = matcher_;
   size_t used = 0;
+  const std::string_view utterance = opt.draft_anchored < opt.draft_sources.size()
+                                         ? std::string_view(opt.draft_sources[opt.draft_anchored])
+                                         : std::string_view();
   EncodeOptions eo;
   eo.parse_special = true;
   for (size_t lookup = 0; lookup < std::max<size_t>(opt.draft_lookups, 1) && used < room && !s.Done(); ++lookup) {
     uint32_t key = 0, left = 0;
     const bool text = s.TextState(&key, &left);
-    // At a value (after "key:", or its opening <escape>) the utterance's words come first.
-    const bool value = !text && ((hyp_.ends_with(':') && !hyp_.ends_with(kCall)) || hyp_.ends_with(":<escape>"));
+    // At a value the utterance's words come first.
+    const bool value = AtValue(hyp_, s);
     LookupDrafts(hyp_, opt.draft_sources, opt.draft_anchored, kLookupBytes, /*words=*/!text, kMaxCandidates,
                  &candidates_, value);
     // Before or inside a function name: candidates that go on with the tool the utterance names
@@ -123,11 +134,14 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
     bool extended = false, chain = false;
     for (const DraftCandidate& c : candidates_) {
       const std::string_view cont = c.text;
+      // Most candidates fail at their first byte: skip them before encoding ('<' may open a control
+      // token, which the grammar takes as a symbol, not as bytes).
+      if (cont.empty() || (cont[0] != '<' && !s.Accepts(static_cast<uint8_t>(cont[0])))) continue;
       const size_t batch0 = batch_.size(), guesses0 = guesses_.size(), slots0 = n_slots, hyp0 = hyp_.size(), used0 = used;
       CallMatcher t = s;
       size_t worth = c.max_tokens, seg = 0, cursor = 0;
       size_t stop_at = std::string_view::npos;  // where the source stopped agreeing (npos: it ran out)
-      bool open = true, diverged = false, limited = false, done = false;
+      bool open = true, diverged = false, limited = false, done = false, at_value = false;
       while (open && cursor < cont.size()) {
         if (used >= room || seg >= worth) {
           limited = true;
@@ -199,6 +213,25 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
             open = false;
             break;
           }
+          // An earlier call reaching a value: the utterance may say it (a new lookup, words first);
+          // if not, the same source is found again and goes on.
+          if (c.source != DraftSource::kWord && AtValue(hyp_, t)) {
+            at_value = true;
+            open = false;
+            break;
+          }
+          // An earlier call's string value is verified by whole-vocabulary heads: guessed only when
+          // the utterance holds it ("07:15" again, not last time's song).
+          if (c.source != DraftSource::kWord && c.source != DraftSource::kTextMatch && hyp_.ends_with(":<escape>") &&
+              t.TextState(&key, &left)) {
+            const std::string_view rest = cont.substr(cursor);
+            const std::string_view said = rest.substr(0, rest.find("<escape>"));
+            if (said.empty() || utterance.find(said) == std::string_view::npos) {
+              limited = true;
+              open = false;
+              break;
+            }
+          }
           if (ran) break;  // re-encode from the new cursor: the run's bytes split the text
         }
       }
@@ -222,7 +255,7 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
       extended = true;
       // Look up again where the source ran out or left the grammar, in structure (a guess in free
       // text needs whole-vocabulary heads: it goes on only with its own evidence).
-      chain = !limited && !done && !t.TextState(&key, &left);
+      chain = at_value || (!limited && !done && !t.TextState(&key, &left));
       break;
     }
     if (!extended || !chain) break;
