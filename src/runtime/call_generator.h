@@ -34,6 +34,16 @@ struct DraftPassTrace {
   size_t accepted = 0;                    // guesses confirmed
 };
 
+// Rules of the draft guesser (ConstrainedOptions::draft_guessers).
+enum DraftGuesser : uint32_t {
+  kGuessChain = 1,         // look up again where a guess's source ends or leaves the grammar
+  kGuessWordsFirst = 2,    // at a value, the utterance's words before earlier calls
+  kGuessNamedTool = 4,     // the tool the utterance names before earlier calls' tools
+  kGuessValueBreak = 8,    // an earlier call reaching a value looks up again (words first)
+  kGuessStringCheck = 16,  // an earlier call's string value only if the utterance holds it
+  kGuessAll = 31,
+};
+
 struct ConstrainedOptions {
   bool restricted_head = true;
   bool jump_forward = true;
@@ -54,6 +64,8 @@ struct ConstrainedOptions {
   // the utterance ends, say), the guess goes on from a new lookup at the text it has reached, up to
   // this many in all (1: one source per pass).
   size_t draft_lookups = 8;
+  // The guesser's rules (call_generator_guess.cpp), all on by default; a mask for measuring each.
+  uint32_t draft_guessers = kGuessAll;
   // Null in production. Traces and benchmarks see every drafted pass (DraftPassTrace above).
   std::function<void(const DraftPassTrace&)> on_draft_pass;
   // Called with each generated token as it is chosen (streaming, cancellation, budgets); returning

@@ -103,16 +103,19 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
                                          : std::string_view();
   EncodeOptions eo;
   eo.parse_special = true;
-  for (size_t lookup = 0; lookup < std::max<size_t>(opt.draft_lookups, 1) && used < room && !s.Done(); ++lookup) {
+  const uint32_t g = opt.draft_guessers;
+  const size_t lookups = (g & kGuessChain) ? std::max<size_t>(opt.draft_lookups, 1) : 1;
+  bool after_word = false;  // the last segment was a word of the utterance that ended a value
+  for (size_t lookup = 0; lookup < lookups && used < room && !s.Done(); ++lookup) {
     uint32_t key = 0, left = 0;
     const bool text = s.TextState(&key, &left);
     // At a value the utterance's words come first.
-    const bool value = AtValue(hyp_, s);
+    const bool value = (g & kGuessWordsFirst) && AtValue(hyp_, s);
     LookupDrafts(hyp_, opt.draft_sources, opt.draft_anchored, kLookupBytes, /*words=*/!text, kMaxCandidates,
                  &candidates_, value);
     // Before or inside a function name: candidates that go on with the tool the utterance names
     // first, then that name itself, then the others.
-    if (!named_tool_.empty()) {
+    if ((g & kGuessNamedTool) && !named_tool_.empty()) {
       const size_t at = hyp_.rfind(kCall);
       const bool at_name = hyp_.empty() || (at != std::string::npos && hyp_.find('{', at) == std::string::npos);
       const std::string_view partial =
@@ -137,6 +140,8 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
       // Most candidates fail at their first byte: skip them before encoding ('<' may open a control
       // token, which the grammar takes as a symbol, not as bytes).
       if (cont.empty() || (cont[0] != '<' && !s.Accepts(static_cast<uint8_t>(cont[0])))) continue;
+      // After a whole word of the utterance the value has ended ("21 degrees"): not another digit.
+      if (after_word && WordByte(cont[0])) continue;
       const size_t batch0 = batch_.size(), guesses0 = guesses_.size(), slots0 = n_slots, hyp0 = hyp_.size(), used0 = used;
       CallMatcher t = s;
       size_t worth = c.max_tokens, seg = 0, cursor = 0;
@@ -215,14 +220,15 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
           }
           // An earlier call reaching a value: the utterance may say it (a new lookup, words first);
           // if not, the same source is found again and goes on.
-          if (c.source != DraftSource::kWord && AtValue(hyp_, t)) {
+          if ((g & kGuessValueBreak) && c.source != DraftSource::kWord && AtValue(hyp_, t)) {
             at_value = true;
             open = false;
             break;
           }
           // An earlier call's string value is verified by whole-vocabulary heads: guessed only when
           // the utterance holds it ("07:15" again, not last time's song).
-          if (c.source != DraftSource::kWord && c.source != DraftSource::kTextMatch && hyp_.ends_with(":<escape>") &&
+          if ((g & kGuessStringCheck) && c.source != DraftSource::kWord && c.source != DraftSource::kTextMatch &&
+              hyp_.ends_with(":<escape>") &&
               t.TextState(&key, &left)) {
             const std::string_view rest = cont.substr(cursor);
             const std::string_view said = rest.substr(0, rest.find("<escape>"));
@@ -253,6 +259,7 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
       }
       s = t;
       extended = true;
+      after_word = c.source == DraftSource::kWord;
       // Look up again where the source ran out or left the grammar, in structure (a guess in free
       // text needs whole-vocabulary heads: it goes on only with its own evidence).
       chain = at_value || (!limited && !done && !t.TextState(&key, &left));

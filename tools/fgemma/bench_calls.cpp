@@ -154,6 +154,7 @@ int RunCallBench(const CallBenchArgs& a) {
     fo.decoding.draft = d == 1;
     if (a.max_draft > 0) fo.decoding.max_draft = a.max_draft;
     if (a.draft_lookups > 0) fo.decoding.draft_lookups = a.draft_lookups;
+    if (a.draft_guessers >= 0) fo.decoding.draft_guessers = static_cast<uint32_t>(a.draft_guessers);
     if (a.trace_drafts && d == 1) {
       fo.decoding.on_draft_pass = [&tally, &tracing, &callers](const DraftPassTrace& t) {
         if (tracing) TracePass(t, callers[1]->constraint_vocab(), &tally);

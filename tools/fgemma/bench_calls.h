@@ -18,6 +18,7 @@ struct CallBenchArgs {
   // Drafting knobs (0: the library's defaults) and a per-pass trace of the drafts (stderr) with a
   // per-source summary, over the first timed round.
   size_t max_draft = 0, draft_lookups = 0;
+  int draft_guessers = -1;  // ConstrainedOptions::draft_guessers mask (-1: all)
   bool trace_drafts = false;
   // --clients: concurrent callers (one per client, as the server's sessions) instead, with and
   // without batched passes; each count in turn.

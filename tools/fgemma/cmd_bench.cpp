@@ -179,6 +179,9 @@ CommandRegistration reg(40, [](CLI::App& app) -> std::function<int()> {
       ->check(CLI::Range(size_t{1}, size_t{1000}));
   cmd->add_option("--max-draft", a->calls.max_draft, "with --calls: guessed tokens per pass (default: the library's)");
   cmd->add_option("--draft-lookups", a->calls.draft_lookups, "with --calls: draft lookups per pass (default: the library's)");
+  cmd->add_option("--draft-guessers", a->calls.draft_guessers,
+                  "with --calls: mask of the draft guesser's rules (1 chain, 2 words first, 4 named tool, 8 value "
+                  "break, 16 string check; default all)");
   cmd->add_flag("--trace-drafts", a->calls.trace_drafts,
                 "with --calls: print every drafted pass of the first timed round (stderr) and a per-source summary");
   cmd->add_option("--clients", a->calls.clients,
