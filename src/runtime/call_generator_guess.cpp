@@ -259,7 +259,7 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
       }
       s = t;
       extended = true;
-      after_word = c.source == DraftSource::kWord;
+      after_word = c.source == DraftSource::kWord && !AtValue(hyp_, s);  // (a key's word: its value comes next)
       // Look up again where the source ran out or left the grammar, in structure (a guess in free
       // text needs whole-vocabulary heads: it goes on only with its own evidence).
       chain = at_value || (!limited && !done && !t.TextState(&key, &left));
