@@ -22,6 +22,28 @@
 
 namespace fgemma {
 
+// One drafted pass as the generator saw it: what was written before it, the guessed tokens with
+// their sources, how many were confirmed, and which heads needed the whole vocabulary.
+struct DraftPassTrace {
+  std::string_view written;               // output text before the pass
+  std::span<const int32_t> guesses;       // guessed tokens, in order
+  std::span<const DraftSource> sources;   // per guess
+  std::span<const uint8_t> full_heads;    // per head (heads[k] verifies guesses[k]; the last gives the next choice)
+  size_t batch = 0;                       // positions evaluated (pending + guesses + their forced runs)
+  size_t kept = 0;                        // of which kept (the rest were rewound)
+  size_t accepted = 0;                    // guesses confirmed
+};
+
+// Rules of the draft guesser (ConstrainedOptions::draft_guessers).
+enum DraftGuesser : uint32_t {
+  kGuessChain = 1,         // look up again where a guess's source ends or leaves the grammar
+  kGuessWordsFirst = 2,    // at a value, the utterance's words before earlier calls
+  kGuessNamedTool = 4,     // the tool the utterance names before earlier calls' tools
+  kGuessValueBreak = 8,    // an earlier call reaching a value looks up again (words first)
+  kGuessStringCheck = 16,  // an earlier call's string value only if the utterance holds it
+  kGuessAll = 31,
+};
+
 struct ConstrainedOptions {
   bool restricted_head = true;
   bool jump_forward = true;
@@ -38,6 +60,14 @@ struct ConstrainedOptions {
   // first), the rest other text (the user's utterance). Must outlive Generate.
   std::span<const std::string> draft_sources;
   size_t draft_anchored = 0;
+  // Lookups per pass: where a guess's source ends or departs from the grammar (a value copied from
+  // the utterance ends, say), the guess goes on from a new lookup at the text it has reached, up to
+  // this many in all (1: one source per pass).
+  size_t draft_lookups = 8;
+  // The guesser's rules (call_generator_guess.cpp), all on by default; a mask for measuring each.
+  uint32_t draft_guessers = kGuessAll;
+  // Null in production. Traces and benchmarks see every drafted pass (DraftPassTrace above).
+  std::function<void(const DraftPassTrace&)> on_draft_pass;
   // Called with each generated token as it is chosen (streaming, cancellation, budgets); returning
   // false stops generation with a kCancelled status.
   std::function<bool(int32_t)> on_token;
@@ -119,6 +149,11 @@ class CallGenerator {
     std::vector<uint64_t> mask;
     bool restricted = false;
   };
+  // Extends batch_ with guessed tokens and their forced runs (at most `room` positions), adding a
+  // head slot after each guess; returns the number of slots (call_generator_guess.cpp).
+  size_t BuildGuess(const ConstrainedOptions& opt, size_t room);
+  // The tool whose name the utterance (`text`) mentions best, "" when none stands out.
+  void NameTool(std::string_view text);
   // Fills slot.ids / slot.mask and `head` for a head in slot.state.
   Status PrepareHead(HeadSlot& slot, const ConstrainedOptions& opt, const Session& session, HeadRequest* head,
                      ConstrainedStats* st);
@@ -142,6 +177,12 @@ class CallGenerator {
   std::vector<int32_t> guesses_;      // per slot after the first: the guessed token it verifies
   std::vector<int32_t> draft_forced_;
   std::vector<DraftCandidate> candidates_;
+  std::vector<DraftSource> guess_sources_;  // per guessed token
+  std::vector<uint8_t> full_heads_;         // per head of the pass (traces)
+  std::string written_before_;               // traces: written_ before the pass
+  std::string hyp_;                         // drafting: the text the pass's batch reaches
+  std::string name_guess_;                  // the tool the utterance names, as a candidate's text
+  std::string named_tool_;                  // that tool's name ("" when the utterance names none)
 };
 
 }  // namespace fgemma

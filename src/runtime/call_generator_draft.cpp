@@ -1,8 +1,8 @@
 // CallGenerator's drafting form: exact speculative decoding under the call grammar.
 //
 // A pass evaluates the tokens pending (the last choice and the forced run after it) followed by a
-// guess: tokens of a continuation found by LookupDraft, each checked against the grammar, with the
-// forced runs the grammar appends after them. Every position where the grammar offers a choice gets
+// guess (BuildGuess, call_generator_guess.cpp): tokens of continuations found by LookupDrafts, each
+// checked against the grammar, with the forced runs the grammar appends after them. Every position where the grammar offers a choice gets
 // a head, restricted to that state's allowed set exactly as a plain step would be. The heads are
 // then read in order: a head that picks the guessed token confirms it (with its forced run), the
 // first that does not gives the token itself, and the rejected positions are taken back
@@ -15,12 +15,6 @@
 #include "runtime/draft_lookup.h"
 
 namespace fgemma {
-namespace {
-constexpr size_t kLookupBytes = 96;  // continuation text looked up per pass
-constexpr size_t kEncodeBytes = 48;  // encoded at a time (re-encoded after each forced run)
-constexpr size_t kMaxCandidates = 32;  // continuations tried per pass (most fail at their first token)
-}  // namespace
-
 Status CallGenerator::PrepareHead(HeadSlot& slot, const ConstrainedOptions& opt, const Session& session,
                                   HeadRequest* head, ConstrainedStats* st) {
   const ConstraintVocab::TextSet* text = nullptr;
@@ -63,6 +57,8 @@ Status CallGenerator::GenerateDrafted(Session& session, std::span<const int32_t>
   const size_t max_slots = opt.max_draft + 1;
   if (slots_.size() < max_slots) slots_.resize(max_slots, HeadSlot(&grammar_));
   heads_.resize(max_slots);
+  NameTool(opt.draft_anchored < opt.draft_sources.size() ? std::string_view(opt.draft_sources[opt.draft_anchored])
+                                                         : std::string_view());
 
   // Appends a forced token as Generate's jump-forward does.
   auto emit_forced = [&](int32_t id) -> Status {
@@ -95,78 +91,11 @@ Status CallGenerator::GenerateDrafted(Session& session, std::span<const int32_t>
     slots_[0].state = matcher_;
     heads_[0] = HeadRequest{};
     heads_[0].index = batch_.size() - 1;
+    guess_sources_.clear();
     const size_t limit = session.max_speculative_batch();
     if (batch_.size() < limit) {
-      const size_t room_all = std::min({opt.max_draft, limit - batch_.size(), opt.max_tokens - out->size()});
-      // Candidates best first; the first whose first token the grammar accepts is the guess.
-      uint32_t text_key = 0, text_room = 0;
-      LookupDrafts(written_, opt.draft_sources, opt.draft_anchored, kLookupBytes,
-                   /*words=*/!matcher_.TextState(&text_key, &text_room), kMaxCandidates, &candidates_);
-      for (const DraftCandidate& candidate : candidates_) {
-        if (!guesses_.empty()) break;
-        const std::string_view cont = candidate.text;
-        // Positions of the batch (guesses and their forced runs) vs guesses this candidate is worth.
-        const size_t room = room_all;
-        size_t worth = candidate.max_tokens;
-        CallMatcher s = matcher_;
-        size_t used = 0, cursor = 0;
-        bool open = true;
-        EncodeOptions eo;
-        eo.parse_special = true;
-        while (open && cursor < cont.size() && used < room && guesses_.size() < worth) {
-          const std::vector<int32_t> toks = vocab_.tokenizer().Encode(cont.substr(cursor, kEncodeBytes), eo);
-          if (toks.empty()) break;
-          for (int32_t tok : toks) {
-            if (used >= room || guesses_.size() >= worth) {
-              open = false;
-              break;
-            }
-            CallMatcher next = s;
-            if (!vocab_.FeedToken(next, tok)) {
-              open = false;
-              break;
-            }
-            s = next;
-            batch_.push_back(tok);
-            guesses_.push_back(tok);
-            ++used;
-            cursor += vocab_.TokenText(tok).size();
-            // The forced runs after it, whole, as the loop above appends them.
-            bool ran = false;
-            while (open && !s.Done()) {
-              vocab_.ForcedTokens(s, &draft_forced_);
-              if (draft_forced_.empty()) break;
-              ran = true;
-              std::string forced_text;
-              for (int32_t id : draft_forced_) {
-                if (used >= room || !vocab_.FeedToken(s, id)) {  // the batch ends inside the run
-                  open = false;
-                  break;
-                }
-                batch_.push_back(id);
-                ++used;
-                forced_text += vocab_.TokenText(id);
-              }
-              // The guess goes on only where the source agrees with the forced text.
-              if (cont.substr(cursor).starts_with(forced_text)) cursor += forced_text.size();
-              else cursor = cont.size();
-            }
-            if (!open || s.Done()) {
-              open = false;
-              break;
-            }
-            slots_[n_slots].state = s;
-            heads_[n_slots] = HeadRequest{};
-            heads_[n_slots].index = batch_.size() - 1;
-            ++n_slots;
-            // Verifying a guess in free text takes a whole-vocabulary head: only strong evidence
-            // (an earlier output's beginning, a long match) guesses on there.
-            uint32_t key = 0, left = 0;
-            if (worth < 8 && s.TextState(&key, &left)) worth = guesses_.size();
-            if (ran) break;  // re-encode from the new cursor: the run's bytes split the text
-          }
-        }
-      }
+      const size_t room = std::min({opt.max_draft, limit - batch_.size(), opt.max_tokens - out->size()});
+      n_slots = BuildGuess(opt, room);
     }
     for (size_t k = 0; k < n_slots; ++k) FGEMMA_RETURN_IF_ERROR(PrepareHead(slots_[k], opt, session, &heads_[k], &st));
     const std::span<HeadRequest> heads(heads_.data(), n_slots);
@@ -177,6 +106,8 @@ Status CallGenerator::GenerateDrafted(Session& session, std::span<const int32_t>
     st.drafted_tokens += guesses_.size();
 
     // Read the heads in order; keep what they confirm.
+    const size_t accepted_before = st.accepted_tokens;
+    if (opt.on_draft_pass) written_before_ = written_;
     size_t kept = pending_.size();
     pending_.clear();
     for (size_t k = 0; k < n_slots; ++k) {
@@ -223,6 +154,19 @@ Status CallGenerator::GenerateDrafted(Session& session, std::span<const int32_t>
       if (k + 1 >= n_slots || heads_[k + 1].index + 1 != kept) return Internal("draft lost its next head");
     }
     if (kept < batch_.size()) FGEMMA_RETURN_IF_ERROR(session.Rewind(batch_.size() - kept));
+    if (opt.on_draft_pass) {
+      full_heads_.resize(n_slots);
+      for (size_t k = 0; k < n_slots; ++k) full_heads_[k] = slots_[k].restricted ? 0 : 1;
+      DraftPassTrace trace;
+      trace.written = written_before_;
+      trace.guesses = guesses_;
+      trace.sources = guess_sources_;
+      trace.full_heads = full_heads_;
+      trace.batch = batch_.size();
+      trace.kept = kept;
+      trace.accepted = st.accepted_tokens - accepted_before;
+      opt.on_draft_pass(trace);
+    }
   }
   st.tokens = out->size();
   if (stats) *stats = st;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -14,23 +15,36 @@
 
 namespace fgemma {
 
+// Where a guessed token came from (for traces and per-source statistics).
+enum class DraftSource : uint8_t {
+  kHistory,       // an earlier output that begins with everything written so far
+  kHistoryMatch,  // the text after a suffix of what is written, found in an earlier output
+  kTextMatch,     // the same, found in other text (the utterance)
+  kWord,          // a word of the utterance, where the grammar expects a key or a value
+  kName,          // the tool the utterance names (CallGenerator: words of a function's name)
+};
+const char* DraftSourceName(DraftSource s);
+
 // Candidate continuations (each at most max_bytes), best first, at most max_candidates, no two
 // equal. The first `anchored` sources are earlier outputs: one that begins with the whole of
 // `written` (also when nothing is written yet) comes first. Then, per source, the place after the
-// longest suffix of `written` found there (at least one byte), longer matches first (ties: the
-// earlier source). With `words`, then every word of the other sources (the utterance) from its
+// longest suffix of `written` found there (at least one byte; up to 3 places of that length),
+// longer matches first (ties: the earlier source, then the earlier place). With `words`, then every word of the first other source (the utterance) from its
 // start: where the grammar expects a value (an enum, a number) the caller keeps the first word it
-// accepts.
+// accepts. With `words_first` (the caller is at a value: the utterance says it better than an
+// earlier call), the words come before everything else.
 //
 // Each candidate carries how many guessed tokens it is worth (a guessed position costs a fraction
 // of a pass, so weak evidence guesses little): a whole earlier output's beginning 16, a suffix match
-// of 12 bytes or more 8, of 4 or more 4, a shorter one 2, a word 3.
+// of 12 bytes or more 8, of 4 or more 4, a shorter one 2, a word 3 (6 with words_first: a value
+// the caller checks ends where the word does).
 struct DraftCandidate {
   std::string_view text;
   size_t max_tokens = 0;
-  bool operator==(const DraftCandidate&) const = default;
+  DraftSource source = DraftSource::kHistory;
+  bool operator==(const DraftCandidate& o) const { return text == o.text && max_tokens == o.max_tokens; }
 };
 void LookupDrafts(std::string_view written, std::span<const std::string> sources, size_t anchored, size_t max_bytes,
-                  bool words, size_t max_candidates, std::vector<DraftCandidate>* out);
+                  bool words, size_t max_candidates, std::vector<DraftCandidate>* out, bool words_first = false);
 
 }  // namespace fgemma

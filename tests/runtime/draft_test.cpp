@@ -33,6 +33,27 @@ TEST(DraftLookup, AnchoredHistoryThenLongestSuffixThenWords) {
   EXPECT_EQ(c, (std::vector<DraftCandidate>{{"turn on the kitchen lights", 3}, {"on the kitchen lights", 3}, {"the kitchen lights", 3}}));
 }
 
+// At a value the utterance's words come first (worth more: the generator keeps a word only where it
+// is a whole value); each candidate says where it came from.
+TEST(DraftLookup, WordsFirstAtAValue) {
+  const std::vector<std::string> sources = {"x{room:bedroom}", "the kitchen lights"};
+  std::vector<DraftCandidate> c;
+  LookupDrafts("y{room:", sources, 1, 100, true, 8, &c, /*words_first=*/true);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0], (DraftCandidate{"the kitchen lights", 6}));
+  EXPECT_EQ(c[0].source, DraftSource::kWord);
+  EXPECT_EQ(c[2].text, "lights");
+  EXPECT_EQ(c[3], (DraftCandidate{"bedroom}", 4}));
+  EXPECT_EQ(c[3].source, DraftSource::kHistoryMatch);
+  LookupDrafts("y{room:", sources, 1, 100, true, 8, &c);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0].text, "bedroom}");
+  EXPECT_EQ(c[1].source, DraftSource::kWord);
+  LookupDrafts("kit", sources, 1, 100, false, 8, &c);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].source, DraftSource::kTextMatch);
+}
+
 // Rewind after a speculative batch leaves the state of evaluating only the kept tokens: the next
 // positions' logits are the same bits, through the sliding layers' ring (16 rows on the mini
 // model, wrapped many times by the prompt).
@@ -178,6 +199,61 @@ TEST(Drafts, SmartHomeCallsEqualAndTakeFewerPasses) {
               c.stats.model_calls, c.stats.drafted_tokens, c.stats.accepted_tokens);
   EXPECT_LT(c.stats.model_calls * 2, c.output_tokens.size());
   EXPECT_GT(c.stats.accepted_tokens, 10u);
+}
+
+// The guesser's other sources: the tool the utterance names (the history holds another tool's
+// call), a value and a key copied as whole words, and the call's closing tokens looked up after
+// them in the same pass. Tokens equal decoding without drafts, with one lookup per pass or more.
+TEST(Drafts, NamedToolAndWholeWordValuesAreGuessed) {
+  auto& w = test::ConstrainedWorld::Get();
+  const OrderedJson tools = OrderedJson::parse(R"([
+    {"type":"function","function":{"name":"set_lights","description":"d","parameters":{"type":"object",
+      "properties":{"room":{"type":"string","enum":["kitchen","bedroom"]},"on":{"type":"boolean"}},"required":["room","on"]}}},
+    {"type":"function","function":{"name":"play_music","description":"d","parameters":{"type":"object",
+      "properties":{"query":{"type":"string"}},"required":["query"]}}}])");
+  const std::string utterance = "turn on the bedroom lights";
+  const std::string output =
+      "<start_function_call>call:set_lights{on:true,room:<escape>bedroom<escape>}<end_function_call><start_function_response>";
+  const std::vector<std::string> sources = {
+      "<start_function_call>call:play_music{query:<escape>jazz<escape>}<end_function_call><start_function_response>",
+      utterance};
+  ChatRequest req = test::MakeRequest(tools, utterance);
+  auto grammar = CallGrammar::Compile(req.tools, ToolChoice{ToolChoiceMode::kAuto, ""}, GrammarLimits{});
+  ASSERT_TRUE(grammar.ok()) << grammar.status().ToString();
+  const auto ids = w.tokenizer.Encode(RenderPrompt(req).value());
+  auto session = w.NewSession();
+  size_t accepted[5] = {};
+  auto run = [&](bool draft, size_t lookups, ConstrainedStats* st) {
+    ConstrainedOptions opt;
+    opt.draft = draft;
+    opt.draft_lookups = lookups;
+    opt.draft_sources = sources;
+    opt.draft_anchored = 1;
+    opt.on_draft_pass = [&](const DraftPassTrace& t) {
+      for (size_t k = 0; k < t.accepted; ++k) ++accepted[static_cast<size_t>(t.sources[k])];
+    };
+    FollowText follow(w.vocab, output);
+    opt.choice_hook = &follow;
+    CallGenerator cg(w.vocab, grammar.value(), w.model->config().vocab_size);
+    std::vector<int32_t> out;
+    session->Reset();
+    EXPECT_TRUE(cg.Generate(*session, ids, opt, &out, st).ok());
+    return out;
+  };
+  ConstrainedStats plain, one, chained;
+  const std::vector<int32_t> want = run(false, 1, &plain);
+  std::string text;
+  for (int32_t id : want) text += w.vocab.TokenText(id);
+  EXPECT_EQ(text, output);
+  EXPECT_EQ(run(true, 1, &one), want);
+  std::fill(std::begin(accepted), std::end(accepted), 0);
+  EXPECT_EQ(run(true, 4, &chained), want);
+  EXPECT_GT(accepted[static_cast<size_t>(DraftSource::kName)], 0u);
+  EXPECT_GT(accepted[static_cast<size_t>(DraftSource::kWord)], 0u);
+  EXPECT_LE(chained.model_calls, one.model_calls);
+  EXPECT_LT(chained.model_calls, plain.model_calls);
+  std::printf("named tool: %zu passes without drafts, %zu with one lookup per pass, %zu chained\n", plain.model_calls,
+              one.model_calls, chained.model_calls);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <string>
 
 #include "call_common.h"
 #include "command.h"
@@ -27,6 +28,65 @@ double ProcessCpuMs() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+// Per-source totals of a draft trace (--trace-drafts).
+struct DraftTally {
+  size_t passes = 0, guessing_passes = 0, wasted_passes = 0, positions = 0, rewound = 0;
+  size_t full_heads = 0, full_heads_unused = 0, guessed_full = 0;
+  size_t guessed[5] = {}, accepted[5] = {}, first_miss[5] = {};
+};
+
+std::string Escaped(std::string_view s) {
+  std::string out;
+  for (char c : s) out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  return out;
+}
+
+void TracePass(const DraftPassTrace& t, const ConstraintVocab& vocab, DraftTally* tally) {
+  DraftTally& y = *tally;
+  ++y.passes;
+  y.positions += t.batch;
+  y.rewound += t.batch - t.kept;
+  if (!t.guesses.empty()) ++y.guessing_passes;
+  if (!t.guesses.empty() && t.accepted == 0) ++y.wasted_passes;
+  for (size_t k = 0; k < t.full_heads.size(); ++k) {
+    if (!t.full_heads[k]) continue;
+    ++y.full_heads;
+    if (k > t.accepted) ++y.full_heads_unused;
+    if (k < t.guesses.size()) ++y.guessed_full;
+  }
+  const std::string_view w = t.written;
+  std::string line = "  pass: ..." + Escaped(w.substr(w.size() > 40 ? w.size() - 40 : 0)) + " |";
+  for (size_t k = 0; k < t.guesses.size(); ++k) {
+    const size_t src = static_cast<size_t>(t.sources[k]);
+    ++y.guessed[src];
+    if (k < t.accepted) ++y.accepted[src];
+    if (k == t.accepted) ++y.first_miss[src];
+    line += k < t.accepted ? " +" : " -";
+    line += Escaped(vocab.TokenText(t.guesses[k]));
+    line += "/";
+    line += DraftSourceName(t.sources[k]);
+    if (k < t.full_heads.size() && t.full_heads[k]) line += "(full)";
+  }
+  std::fprintf(stderr, "%s | accepted %zu/%zu, batch %zu, kept %zu\n", line.c_str(), t.accepted, t.guesses.size(), t.batch,
+               t.kept);
+}
+
+void PrintTally(const DraftTally& y, size_t calls) {
+  const double n = static_cast<double>(std::max<size_t>(calls, 1));
+  std::fprintf(stderr,
+               "drafted passes per call %.2f: %.2f with a guess, %.2f wasted (nothing confirmed); positions per call %.2f, "
+               "%.2f rewound; whole-vocabulary heads per call %.2f (%.2f unused, %.2f verifying a guess)\n",
+               y.passes / n, y.guessing_passes / n, y.wasted_passes / n, y.positions / n, y.rewound / n, y.full_heads / n,
+               y.full_heads_unused / n, y.guessed_full / n);
+  std::fprintf(stderr, "%-14s %9s %9s %9s %11s\n", "source", "guessed", "accepted", "rate", "first miss");
+  for (size_t i = 0; i < 5; ++i) {
+    if (y.guessed[i] == 0) continue;
+    std::fprintf(stderr, "%-14s %9.2f %9.2f %8.0f%% %11.2f\n", DraftSourceName(static_cast<DraftSource>(i)), y.guessed[i] / n,
+                 y.accepted[i] / n, 100.0 * static_cast<double>(y.accepted[i]) / static_cast<double>(y.guessed[i]),
+                 y.first_miss[i] / n);
+  }
 }
 
 struct ModeResult {
@@ -86,10 +146,20 @@ int RunCallBench(const CallBenchArgs& a) {
   // both alike.
   std::unique_ptr<FunctionCaller> callers[2];
   ModeResult results[2];
+  DraftTally tally;
+  bool tracing = false;  // the first timed round, with --trace-drafts
   for (int d = 0; d < 2; ++d) {
     FunctionCallerOptions fo;
     fo.threads = a.threads;
     fo.decoding.draft = d == 1;
+    if (a.max_draft > 0) fo.decoding.max_draft = a.max_draft;
+    if (a.draft_lookups > 0) fo.decoding.draft_lookups = a.draft_lookups;
+    if (a.draft_guessers >= 0) fo.decoding.draft_guessers = static_cast<uint32_t>(a.draft_guessers);
+    if (a.trace_drafts && d == 1) {
+      fo.decoding.on_draft_pass = [&tally, &tracing, &callers](const DraftPassTrace& t) {
+        if (tracing) TracePass(t, callers[1]->constraint_vocab(), &tally);
+      };
+    }
     auto caller = FunctionCaller::Create(loaded.value(), fo);
     if (!caller.ok()) return Fail(caller.status().ToString());
     callers[d] = std::move(caller).value();
@@ -102,6 +172,8 @@ int RunCallBench(const CallBenchArgs& a) {
       for (int d = 0; d < 2; ++d) {
         FunctionCaller& caller = *callers[d];
         ModeResult& r = results[d];
+        tracing = a.trace_drafts && round == 1 && d == 1;
+        if (tracing) std::fprintf(stderr, "call %zu: %s\n", i, c.utterance.c_str());
         FollowText follow(caller.constraint_vocab(), c.output);
         caller.set_choice_hook(&follow);
         const double cpu0 = ProcessCpuMs();
@@ -109,6 +181,10 @@ int RunCallBench(const CallBenchArgs& a) {
         const double cpu = ProcessCpuMs() - cpu0;
         caller.set_choice_hook(nullptr);
         if (!outcome.ok()) return Fail("'" + c.utterance + "': " + outcome.status().ToString());
+        if (tracing) {
+          std::fprintf(stderr, "  = %zu passes, %zu guessed, %zu confirmed\n", outcome->stats.model_calls,
+                       outcome->stats.drafted_tokens, outcome->stats.accepted_tokens);
+        }
         if (round == 0) continue;
         r.ms.push_back(outcome->timing.total_ms);
         r.cpu_ms.push_back(cpu);
@@ -120,6 +196,7 @@ int RunCallBench(const CallBenchArgs& a) {
       }
     }
   }
+  if (a.trace_drafts) PrintTally(tally, cases->size());
   Json modes = Json::object();
   for (int d = 0; d < 2; ++d) {
     const ModeResult& r = results[d];

@@ -15,6 +15,11 @@ struct CallBenchArgs {
   int threads = 0;
   size_t rounds = 3;                // timed passes over the whole set (after one untimed)
   bool json = false;
+  // Drafting knobs (0: the library's defaults) and a per-pass trace of the drafts (stderr) with a
+  // per-source summary, over the first timed round.
+  size_t max_draft = 0, draft_lookups = 0;
+  int draft_guessers = -1;  // ConstrainedOptions::draft_guessers mask (-1: all)
+  bool trace_drafts = false;
   // --clients: concurrent callers (one per client, as the server's sessions) instead, with and
   // without batched passes; each count in turn.
   std::vector<size_t> clients;

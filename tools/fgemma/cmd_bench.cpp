@@ -177,6 +177,13 @@ CommandRegistration reg(40, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--tool-choice", a->calls.tool_choice, "with --calls: auto (default), required, none or a name");
   cmd->add_option("--rounds", a->calls.rounds, "with --calls: timed rounds over the set (default 3; one untimed first)")
       ->check(CLI::Range(size_t{1}, size_t{1000}));
+  cmd->add_option("--max-draft", a->calls.max_draft, "with --calls: guessed tokens per pass (default: the library's)");
+  cmd->add_option("--draft-lookups", a->calls.draft_lookups, "with --calls: draft lookups per pass (default: the library's)");
+  cmd->add_option("--draft-guessers", a->calls.draft_guessers,
+                  "with --calls: mask of the draft guesser's rules (1 chain, 2 words first, 4 named tool, 8 value "
+                  "break, 16 string check; default all)");
+  cmd->add_flag("--trace-drafts", a->calls.trace_drafts,
+                "with --calls: print every drafted pass of the first timed round (stderr) and a per-source summary");
   cmd->add_option("--clients", a->calls.clients,
                   "with --calls: serve the set from N concurrent callers (one per client, as the server's sessions), "
                   "with and without batched passes; several counts: --clients 1,4,8")

@@ -1,0 +1,273 @@
+// CallGenerator's guesser: the tokens a drafted pass verifies (call_generator_draft.cpp runs them).
+//
+// A guess is built from candidates (runtime/draft_lookup.h), each checked token by token against
+// the grammar, with the forced runs the grammar appends after every guessed token. Where a
+// candidate's text ends, or departs from what the grammar allows or forces (a value copied from the
+// utterance ends at its closing <escape>; an earlier call had another key next), the guess goes on
+// from a new lookup at the text it has reached (ConstrainedOptions::draft_lookups): one pass can
+// then cover a copied value and the call's closing tokens after it. A word of the utterance is
+// kept only where it is a whole value (or key): it ends at a word boundary where the grammar's
+// value ends, so a word that merely begins like an enum value guesses nothing.
+#include <algorithm>
+#include <cctype>
+
+#include "runtime/call_generator.h"
+
+namespace fgemma {
+namespace {
+constexpr size_t kLookupBytes = 96;    // continuation text looked up
+constexpr size_t kEncodeBytes = 48;    // encoded at a time (re-encoded after each forced run)
+constexpr size_t kMaxCandidates = 32;  // continuations tried per lookup (most fail at their first token)
+constexpr size_t kNameWorth = 8;       // guessed tokens the named tool's candidate is worth
+// FunctionGemma's call opening (the grammar refuses a guess of it where no call may start).
+constexpr std::string_view kCallStart = "<start_function_call>call:";
+constexpr std::string_view kCall = "call:";
+
+// After "key:" (a number, a boolean, an enum's <escape> to come) or "key:<escape>" (an enum's
+// value), outside free text: where the utterance's words are tried first.
+bool AtValue(std::string_view hyp, const CallMatcher& state) {
+  uint32_t key = 0, left = 0;
+  if (state.TextState(&key, &left)) return false;
+  return (hyp.ends_with(':') && !hyp.ends_with(kCall)) || hyp.ends_with(":<escape>");
+}
+
+bool WordByte(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Lowercase alphanumeric runs of `s`.
+std::vector<std::string> Words(std::string_view s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < s.size();) {
+    if (!WordByte(s[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < s.size() && WordByte(s[j])) ++j;
+    out.push_back(Lower(s.substr(i, j - i)));
+    i = j;
+  }
+  return out;
+}
+
+// A word of the utterance names a part of a function name: equal, or one a prefix of the other
+// when both have 4 letters or more ("light" for "lights", "playlist" for "play").
+bool Names(const std::string& word, const std::string& part) {
+  if (word == part) return true;
+  if (word.size() < 4 || part.size() < 4) return false;
+  return word.starts_with(part) || part.starts_with(word);
+}
+}  // namespace
+
+void CallGenerator::NameTool(std::string_view text) {
+  named_tool_.clear();
+  const std::vector<std::string>& names = grammar_.function_names();
+  if (names.size() < 2 || text.empty()) return;
+  const std::vector<std::string> words = Words(text);
+  std::vector<std::vector<std::string>> parts(names.size());
+  for (size_t i = 0; i < names.size(); ++i) parts[i] = Words(names[i]);
+  // A part shared by several names ("set") says less than one of a single name ("thermostat").
+  double best = 0, second = 0;
+  size_t best_i = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    double score = 0;
+    for (const std::string& part : parts[i]) {
+      if (std::none_of(words.begin(), words.end(), [&](const std::string& w) { return Names(w, part); })) continue;
+      size_t df = 0;
+      for (const auto& other : parts) df += std::find(other.begin(), other.end(), part) != other.end() ? 1 : 0;
+      score += 1.0 / static_cast<double>(std::max<size_t>(df, 1));
+    }
+    if (score > best) {
+      second = best;
+      best = score;
+      best_i = i;
+    } else if (score > second) {
+      second = score;
+    }
+  }
+  if (best > 0 && best > second) named_tool_ = names[best_i];
+}
+
+size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
+  size_t n_slots = 1;
+  hyp_ = written_;
+  CallMatcher s = matcher_;
+  size_t used = 0;
+  const std::string_view utterance = opt.draft_anchored < opt.draft_sources.size()
+                                         ? std::string_view(opt.draft_sources[opt.draft_anchored])
+                                         : std::string_view();
+  EncodeOptions eo;
+  eo.parse_special = true;
+  const uint32_t g = opt.draft_guessers;
+  const size_t lookups = (g & kGuessChain) ? std::max<size_t>(opt.draft_lookups, 1) : 1;
+  bool after_word = false;  // the last segment was a word of the utterance that ended a value
+  for (size_t lookup = 0; lookup < lookups && used < room && !s.Done(); ++lookup) {
+    uint32_t key = 0, left = 0;
+    const bool text = s.TextState(&key, &left);
+    // At a value the utterance's words come first.
+    const bool value = (g & kGuessWordsFirst) && AtValue(hyp_, s);
+    LookupDrafts(hyp_, opt.draft_sources, opt.draft_anchored, kLookupBytes, /*words=*/!text, kMaxCandidates,
+                 &candidates_, value);
+    // Before or inside a function name: candidates that go on with the tool the utterance names
+    // first, then that name itself, then the others.
+    if ((g & kGuessNamedTool) && !named_tool_.empty()) {
+      const size_t at = hyp_.rfind(kCall);
+      const bool at_name = hyp_.empty() || (at != std::string::npos && hyp_.find('{', at) == std::string::npos);
+      const std::string_view partial =
+          at_name && !hyp_.empty() ? std::string_view(hyp_).substr(at + kCall.size()) : std::string_view();
+      if (at_name && std::string_view(named_tool_).starts_with(partial)) {
+        name_guess_ = hyp_.empty() ? std::string(kCallStart) : std::string();
+        name_guess_ += std::string_view(named_tool_).substr(partial.size());
+        name_guess_ += '{';
+        const std::string_view want = std::string_view(name_guess_).substr(hyp_.empty() ? kCallStart.size() : 0);
+        auto named = [&](const DraftCandidate& c) {
+          if (!hyp_.empty()) return c.text.starts_with(want);
+          const size_t call = c.text.find(kCall);
+          return call != std::string_view::npos && c.text.substr(call + kCall.size()).starts_with(want);
+        };
+        const auto split = std::stable_partition(candidates_.begin(), candidates_.end(), named);
+        candidates_.insert(split, DraftCandidate{name_guess_, kNameWorth, DraftSource::kName});
+      }
+    }
+    bool extended = false, chain = false;
+    for (const DraftCandidate& c : candidates_) {
+      const std::string_view cont = c.text;
+      // Most candidates fail at their first byte: skip them before encoding ('<' may open a control
+      // token, which the grammar takes as a symbol, not as bytes).
+      if (cont.empty() || (cont[0] != '<' && !s.Accepts(static_cast<uint8_t>(cont[0])))) continue;
+      // After a whole word of the utterance the value has ended ("21 degrees"): not another digit.
+      if (after_word && WordByte(cont[0])) continue;
+      const size_t batch0 = batch_.size(), guesses0 = guesses_.size(), slots0 = n_slots, hyp0 = hyp_.size(), used0 = used;
+      CallMatcher t = s;
+      size_t worth = c.max_tokens, seg = 0, cursor = 0;
+      size_t stop_at = std::string_view::npos;  // where the source stopped agreeing (npos: it ran out)
+      bool open = true, diverged = false, limited = false, done = false, at_value = false;
+      while (open && cursor < cont.size()) {
+        if (used >= room || seg >= worth) {
+          limited = true;
+          break;
+        }
+        const std::vector<int32_t> toks = vocab_.tokenizer().Encode(cont.substr(cursor, kEncodeBytes), eo);
+        if (toks.empty()) break;
+        for (int32_t tok : toks) {
+          if (used >= room || seg >= worth) {
+            limited = true;
+            open = false;
+            break;
+          }
+          CallMatcher next = t;
+          if (!vocab_.FeedToken(next, tok)) {
+            stop_at = cursor;
+            open = false;
+            break;
+          }
+          t = next;
+          batch_.push_back(tok);
+          guesses_.push_back(tok);
+          guess_sources_.push_back(c.source);
+          ++used;
+          ++seg;
+          const std::string tok_text = vocab_.TokenText(tok);
+          hyp_ += tok_text;
+          cursor += tok_text.size();
+          // The forced runs after it, whole, as the generator appends them.
+          bool ran = false;
+          while (open && !t.Done()) {
+            vocab_.ForcedTokens(t, &draft_forced_);
+            if (draft_forced_.empty()) break;
+            ran = true;
+            const size_t run_start = hyp_.size();
+            for (int32_t id : draft_forced_) {
+              if (used >= room || !vocab_.FeedToken(t, id)) {  // the batch ends inside the run
+                open = false;
+                limited = true;
+                break;
+              }
+              batch_.push_back(id);
+              ++used;
+              hyp_ += vocab_.TokenText(id);
+            }
+            // The source goes on only where it agrees with the forced text.
+            const std::string_view forced_text = std::string_view(hyp_).substr(run_start);
+            if (!diverged && cont.substr(cursor).starts_with(forced_text)) {
+              cursor += forced_text.size();
+            } else if (!diverged) {
+              diverged = true;
+              stop_at = cursor;
+            }
+          }
+          if (!open) break;  // no head after a run the batch cuts
+          if (t.Done()) {
+            done = true;
+            open = false;
+            break;
+          }
+          slots_[n_slots].state = t;
+          heads_[n_slots] = HeadRequest{};
+          heads_[n_slots].index = batch_.size() - 1;
+          ++n_slots;
+          // Verifying a guess in free text takes a whole-vocabulary head: only strong evidence
+          // (an earlier output's beginning, a long match) guesses on there.
+          if (worth < 8 && t.TextState(&key, &left)) worth = seg;
+          if (diverged) {
+            open = false;
+            break;
+          }
+          // An earlier call reaching a value: the utterance may say it (a new lookup, words first);
+          // if not, the same source is found again and goes on.
+          if ((g & kGuessValueBreak) && c.source != DraftSource::kWord && AtValue(hyp_, t)) {
+            at_value = true;
+            open = false;
+            break;
+          }
+          // An earlier call's string value is verified by whole-vocabulary heads: guessed only when
+          // the utterance holds it ("07:15" again, not last time's song).
+          if ((g & kGuessStringCheck) && c.source != DraftSource::kWord && c.source != DraftSource::kTextMatch &&
+              hyp_.ends_with(":<escape>") &&
+              t.TextState(&key, &left)) {
+            const std::string_view rest = cont.substr(cursor);
+            const std::string_view said = rest.substr(0, rest.find("<escape>"));
+            if (said.empty() || utterance.find(said) == std::string_view::npos) {
+              limited = true;
+              open = false;
+              break;
+            }
+          }
+          if (ran) break;  // re-encode from the new cursor: the run's bytes split the text
+        }
+      }
+      if (seg == 0) continue;
+      if (c.source == DraftSource::kWord && !limited && !done) {
+        // A word is a guess only as a whole value or key: the utterance's word ends where the grammar
+        // lets the value end (the closing mark was forced, or a ',' or '}' may follow).
+        const bool boundary = stop_at >= cont.size() || !WordByte(cont[stop_at]);
+        const bool ended = diverged || t.Accepts(',') || t.Accepts('}');
+        if (!boundary || !ended) {
+          batch_.resize(batch0);
+          guesses_.resize(guesses0);
+          guess_sources_.resize(guesses0);
+          n_slots = slots0;
+          hyp_.resize(hyp0);
+          used = used0;
+          continue;
+        }
+      }
+      s = t;
+      extended = true;
+      after_word = c.source == DraftSource::kWord && !AtValue(hyp_, s);  // (a key's word: its value comes next)
+      // Look up again where the source ran out or left the grammar, in structure (a guess in free
+      // text needs whole-vocabulary heads: it goes on only with its own evidence).
+      chain = at_value || (!limited && !done && !t.TextState(&key, &left));
+      break;
+    }
+    if (!extended || !chain) break;
+  }
+  return n_slots;
+}
+
+}  // namespace fgemma
