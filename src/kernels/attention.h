@@ -25,8 +25,8 @@ void AttentionMix(const float* p, size_t p_stride, size_t groups, const KvRun* r
                   size_t kv_stride, size_t head_dim, float* out, size_t out_stride);
 // As AttentionMix, continuing from the sums already in `out` (those of earlier keys): a mix over
 // keys [0, k) followed by AttentionMixAdd over keys [k, n) gives the bits of one mix over [0, n),
-// whatever the group sizes of the two calls. (Query rows of one sequence so take the keys they share
-// in blocks, each read once for all of them: model/gemma3_forward.cpp.)
+// whatever the group sizes of the two calls. (Two query rows of one sequence so read the keys they
+// both see once: model/gemma3_forward.cpp.)
 void AttentionMixAdd(const float* p, size_t p_stride, size_t groups, const KvRun* runs, size_t num_runs,
                      size_t kv_stride, size_t head_dim, float* out, size_t out_stride);
 

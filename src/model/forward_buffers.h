@@ -11,10 +11,6 @@
 
 namespace fgemma {
 
-// Attention takes up to this many rows of one sequence per task (Gemma3Forward::AttendRows), each
-// with its own scores.
-inline constexpr size_t kAttentionRowsPerTask = 4;
-
 // B = max_batch, H = hidden, Q = heads * head_dim, KV = kv_heads * head_dim, I = intermediate,
 // G = query heads per KV head, S = scores_stride.
 struct ForwardBuffers {
@@ -31,8 +27,8 @@ struct ForwardBuffers {
   FloatBuffer proj;     // [B, H]   o_proj / down_proj output
   FloatBuffer gate;     // [B, I]   gate_proj output, then gelu_tanh(gate) * up
   FloatBuffer up;       // [B, I]   up_proj output
-  FloatBuffer scores;   // [threads, kAttentionRowsPerTask * G, S] attention probabilities, one
-                        //          block per thread
+  FloatBuffer scores;   // [threads, 2G, S] attention probabilities, one block per thread (2G: two
+                        //          rows of one sequence at a time when the model has one KV head)
   FloatBuffer lora_u;   // [B, R]   a LoRA adapter's A x for the projections of one input (R =
                         //          its max_layer_rank; empty without an adapter)
   size_t scores_stride = 0;     // S: the most keys a query sees (context, or window + B)

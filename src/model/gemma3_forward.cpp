@@ -43,7 +43,7 @@ Result<std::unique_ptr<Gemma3Forward>> Gemma3Forward::Create(const Model& model,
   f->rope_ = RopeTables(c, f->max_batch_);
   f->row_segment_.resize(f->max_batch_);
   f->segment_first_row_.resize(f->max_batch_);
-  f->row_unit_.resize(f->max_batch_ + 1);
+  f->row_unit_.resize(f->max_batch_);
   return f;
 }
 
@@ -197,55 +197,51 @@ void Gemma3Forward::AttendRow(int layer, size_t t, size_t kvh, size_t h0, size_t
   AttentionMix(scores, S, heads, kv.values, kv.runs, KV, hd, buf_.attn.data() + t * Q + h0 * hd, hd);
 }
 
-// Rows [t, t + rows) of one segment, query heads [h0, h0 + heads) of KV head kvh. Row i sees the
-// positions [first_i, p + i]; the union is taken in blocks of keys that stay in L2 while every row
-// scores (then mixes) its part of the block, so the keys and values the rows have in common are read
-// from memory once. Each row gets AttendRow's bits: a head's score does not depend on the other keys
-// of its call, and a mix continued by AttentionMixAdd over later keys is the one fold over all of
-// them (kernels/attention.h).
-void Gemma3Forward::AttendRows(int layer, size_t t, size_t rows, size_t kvh, size_t h0, size_t heads, int thread) {
-  constexpr size_t kKeyBlock = 128;  // 128 rows of keys (or values): 128 KB for a 256-float head
+// Rows t and t + 1 of one segment, every head (one KV head, so row t + 1's query heads and outputs
+// follow row t's: Q = group * hd). Row t sees positions [A, p], row t + 1 [B, p + 1] with B = A or
+// A + 1; the keys of [B, p] are read once for both rows' heads (a group of 2 * group), row t's key A
+// and row t + 1's key p + 1 alone. Scores and mixes are the same bits as AttendRow's for each row:
+// a head's scores do not depend on its group, and a mix continued by AttentionMixAdd over later keys
+// is the one fold over all of them (kernels/attention.h).
+void Gemma3Forward::AttendPair(int layer, size_t t, int thread) {
   const size_t Q = static_cast<size_t>(cfg_.q_dim()), KV = static_cast<size_t>(cfg_.kv_dim()),
-               hd = static_cast<size_t>(cfg_.head_dim), S = buf_.scores_stride;
+               hd = static_cast<size_t>(cfg_.head_dim), S = buf_.scores_stride,
+               G = static_cast<size_t>(cfg_.num_heads);
   const uint32_t s = row_segment_[t];
   const ForwardSegment& seg = segments_[s];
   const size_t row0 = segment_first_row_[s], pos = seg.start + (t - row0);
   const float *chunk_k = buf_.k.data() + row0 * KV, *chunk_v = buf_.v.data() + row0 * KV;
-  KvCache::Visible vis[kAttentionRowsPerTask];
-  size_t first[kAttentionRowsPerTask];
-  for (size_t i = 0; i < rows; ++i) {
-    vis[i] = seg.cache->VisibleTo(layer, pos + i, seg.start, chunk_k, chunk_v, kvh);
-    first[i] = pos + i + 1 - vis[i].count;
+  const KvCache::Visible a = seg.cache->VisibleTo(layer, pos, seg.start, chunk_k, chunk_v, 0);
+  const KvCache::Visible b = seg.cache->VisibleTo(layer, pos + 1, seg.start, chunk_k, chunk_v, 0);
+  if (b.count > a.count + 1 || a.count > b.count || a.count + 1 > S) {  // not the two windows above
+    AttendRow(layer, t, 0, 0, G, thread);
+    AttendRow(layer, t + 1, 0, 0, G, thread);
+    return;
   }
-  // Row i's scores: head g at sc + (i * heads + g) * S, indexed by position - first[i].
+  const size_t d = a.count + 1 - b.count;  // row t's keys before row t + 1's first: 0 or 1
+  KvRun first_k[3], first_v[3], common_k[3], common_v[3], last_k[3], last_v[3];
+  const size_t nf = SliceRuns(a.keys, a.runs, 0, d, KV, first_k);
+  SliceRuns(a.values, a.runs, 0, d, KV, first_v);
+  const size_t nc = SliceRuns(b.keys, b.runs, 0, b.count - 1, KV, common_k);
+  SliceRuns(b.values, b.runs, 0, b.count - 1, KV, common_v);
+  const size_t nl = SliceRuns(b.keys, b.runs, b.count - 1, b.count, KV, last_k);
+  SliceRuns(b.values, b.runs, b.count - 1, b.count, KV, last_v);
+  // Scores of both rows indexed by position - A: row t's heads at sc + g * S, [0, a.count); row
+  // t + 1's at sc + (G + g) * S, [d, d + b.count).
   float* sc = buf_.scores.data() + static_cast<size_t>(thread) * buf_.scores_per_thread;
-  KvRun part[3];
-  // Calls fn(i, lo, hi) for each row's positions [lo, hi) within block [u0, u1), row by row.
-  auto blocks = [&](auto&& fn) {
-    size_t begin = first[0];
-    for (size_t i = 1; i < rows; ++i) begin = std::min(begin, first[i]);
-    for (size_t u0 = begin; u0 < pos + rows; u0 += kKeyBlock) {
-      const size_t u1 = std::min(pos + rows, u0 + kKeyBlock);
-      for (size_t i = 0; i < rows; ++i) {
-        const size_t lo = std::max(u0, first[i]), hi = std::min(u1, pos + i + 1);
-        if (lo < hi) fn(i, lo, hi);
-      }
-    }
-  };
-  blocks([&](size_t i, size_t lo, size_t hi) {
-    const size_t np = SliceRuns(vis[i].keys, vis[i].runs, lo - first[i], hi - first[i], KV, part);
-    AttentionScores(buf_.q.data() + (t + i) * Q + h0 * hd, hd, heads, part, np, KV, hd,
-                    sc + i * heads * S + (lo - first[i]), S);
-  });
-  for (size_t i = 0; i < rows; ++i) {
-    for (size_t g = 0; g < heads; ++g) Normalize(sc + (i * heads + g) * S, vis[i].count);
-    std::fill_n(buf_.attn.data() + (t + i) * Q + h0 * hd, heads * hd, 0.0f);  // AttentionMix starts from 0
+  const float* q = buf_.q.data() + t * Q;
+  float* out = buf_.attn.data() + t * Q;
+  AttentionScores(q, hd, G, first_k, nf, KV, hd, sc, S);
+  AttentionScores(q, hd, 2 * G, common_k, nc, KV, hd, sc + d, S);
+  AttentionScores(q + Q, hd, G, last_k, nl, KV, hd, sc + G * S + d + b.count - 1, S);
+  for (size_t g = 0; g < G; ++g) {
+    Normalize(sc + g * S, a.count);
+    Normalize(sc + (G + g) * S + d, b.count);
   }
-  blocks([&](size_t i, size_t lo, size_t hi) {
-    const size_t np = SliceRuns(vis[i].values, vis[i].runs, lo - first[i], hi - first[i], KV, part);
-    AttentionMixAdd(sc + i * heads * S + (lo - first[i]), S, heads, part, np, KV, hd,
-                    buf_.attn.data() + (t + i) * Q + h0 * hd, hd);
-  });
+  AttentionMix(sc, S, G, first_v, nf, KV, hd, out, hd);  // row t's first key (zeros when d = 0)
+  std::fill_n(out + Q, Q, 0.0f);                          // row t + 1 starts from 0, as AttentionMix
+  AttentionMixAdd(sc + d, S, 2 * G, common_v, nc, KV, hd, out, hd);
+  AttentionMixAdd(sc + G * S + d + b.count - 1, S, G, last_v, nl, KV, hd, out + Q, hd);
 }
 
 void Gemma3Forward::Attention(int layer, size_t n, ThreadPool& pool) {
@@ -253,33 +249,26 @@ void Gemma3Forward::Attention(int layer, size_t n, ThreadPool& pool) {
   const size_t threads = static_cast<size_t>(pool.num_threads());
   const AttentionSplit split = SplitAttention(n, kv_heads, group, pool.num_threads());
   const size_t heads_per_task = split.heads_per_task, tasks_per_kv = split.tasks_per_kv;
-  const size_t per_kv = kv_heads * tasks_per_kv;
-  // Up to kAttentionRowsPerTask rows of one segment per task (AttendRows) while that leaves about
-  // four tasks per thread; else a row per task.
-  const size_t rows_per_task = std::min(kAttentionRowsPerTask, n / (4 * threads));
-  if (rows_per_task >= 2) {
+  // Rows of one segment in pairs (AttendPair) when a pair's heads fit one kernel call and there are
+  // enough rows to keep every thread busy: the keys both rows see are read once.
+  if (kv_heads == 1 && tasks_per_kv == 1 && 2 * group <= kMaxAttentionGroup && n >= 4 * threads) {
     size_t units = 0;
     for (size_t t = 0; t < n; ++units) {
       row_unit_[units] = static_cast<uint32_t>(t);
-      const uint32_t s = row_segment_[t];
-      const size_t seg_end = segment_first_row_[s] + segments_[s].tokens.size();
-      t = std::min(seg_end, t + rows_per_task);
+      t += t + 1 < n && row_segment_[t + 1] == row_segment_[t] ? 2 : 1;
     }
-    row_unit_[units] = static_cast<uint32_t>(n);
-    pool.Run(units * per_kv, [&](size_t task, int thread) {
-      const size_t u = task / per_kv, rest = task % per_kv;
-      const size_t kvh = rest / tasks_per_kv, h0 = kvh * group + (rest % tasks_per_kv) * heads_per_task;
-      const size_t t = row_unit_[u], rows = row_unit_[u + 1] - t;
-      if (rows == 1) {
-        AttendRow(layer, t, kvh, h0, heads_per_task, thread);
+    pool.Run(units, [&](size_t u, int thread) {
+      const size_t t = row_unit_[u];
+      if (t + 1 < n && row_segment_[t + 1] == row_segment_[t]) {
+        AttendPair(layer, t, thread);
       } else {
-        AttendRows(layer, t, rows, kvh, h0, heads_per_task, thread);
+        AttendRow(layer, t, 0, 0, group, thread);
       }
     });
     return;
   }
-  pool.Run(n * per_kv, [&](size_t task, int thread) {
-    const size_t t = task / per_kv, rest = task % per_kv;
+  pool.Run(n * kv_heads * tasks_per_kv, [&](size_t task, int thread) {
+    const size_t t = task / (kv_heads * tasks_per_kv), rest = task % (kv_heads * tasks_per_kv);
     const size_t kvh = rest / tasks_per_kv, h0 = kvh * group + (rest % tasks_per_kv) * heads_per_task;
     AttendRow(layer, t, kvh, h0, heads_per_task, thread);
   });

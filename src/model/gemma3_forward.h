@@ -69,11 +69,10 @@ class Gemma3Forward {
   void Embed();
   void AttentionBlock(int layer, size_t n, ThreadPool& pool);
   void Attention(int layer, size_t n, ThreadPool& pool);
-  // Attention of row t's query heads [h0, h0 + heads) (KV head kvh), or of rows [t, t + rows) of
-  // one segment (rows <= kAttentionRowsPerTask) reading the keys they share once, with `thread`'s
-  // scores block.
+  // Attention of row t's query heads [h0, h0 + heads) (KV head kvh), or of rows t and t + 1 of one
+  // segment sharing their common keys (one KV head), with `thread`'s scores block.
   void AttendRow(int layer, size_t t, size_t kvh, size_t h0, size_t heads, int thread);
-  void AttendRows(int layer, size_t t, size_t rows, size_t kvh, size_t h0, size_t heads, int thread);
+  void AttendPair(int layer, size_t t, int thread);
   // Softcap (when the model has one) and softmax of one head's scores.
   void Normalize(float* scores, size_t count) const;
   void MlpBlock(int layer, size_t n, ThreadPool& pool);
@@ -93,7 +92,7 @@ class Gemma3Forward {
   std::span<const ForwardSegment> segments_;
   std::vector<uint32_t> row_segment_;
   std::vector<uint32_t> segment_first_row_;
-  std::vector<uint32_t> row_unit_;  // Attention's units of rows: their first rows, then n [max_batch + 1]
+  std::vector<uint32_t> row_unit_;  // Attention's units (a row or a pair of rows): their first rows
   std::shared_ptr<const LoraAdapter> lora_;
 };
 
