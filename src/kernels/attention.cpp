@@ -88,15 +88,15 @@ HWY_INLINE void ScoresT(const float* q, size_t q_stride, const KvRun* runs, size
   if (pending > 0) ScoreKeys<G, 1>(q, q_stride, keys, hd, scores, scores_stride, j_out);
 }
 
-// Output columns [c0, c0 + kV * N) of every head of the group (kAdd: continuing from `out`).
-template <size_t G, size_t kV, bool kAdd>
+// Output columns [c0, c0 + kV * N) of every head of the group.
+template <size_t G, size_t kV>
 HWY_INLINE void MixColumns(const float* p, size_t p_stride, const KvRun* runs, size_t num_runs, size_t kv_stride,
                            size_t c0, float* out, size_t out_stride) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
   hn::Vec<decltype(d)> acc[G][kV];
   for (size_t g = 0; g < G; ++g)
-    for (size_t v = 0; v < kV; ++v) acc[g][v] = kAdd ? hn::LoadU(d, out + g * out_stride + c0 + v * N) : hn::Zero(d);
+    for (size_t v = 0; v < kV; ++v) acc[g][v] = hn::Zero(d);
   size_t j_in = 0;
   for (size_t r = 0; r < num_runs; ++r) {
     for (size_t j = 0; j < runs[r].count; ++j, ++j_in) {
@@ -113,22 +113,19 @@ HWY_INLINE void MixColumns(const float* p, size_t p_stride, const KvRun* runs, s
     for (size_t v = 0; v < kV; ++v) hn::StoreU(acc[g][v], d, out + g * out_stride + c0 + v * N);
 }
 
-// Each output column is one fold over the values in run order, acc = fma(p_j, value_j, acc) from
-// 0 (kAdd: from the value in `out`), whatever the group size and column tiling: so a mix split
-// into consecutive runs of keys (Mix, then MixAdd) has the bits of one mix over them all.
-template <size_t G, bool kAdd>
+template <size_t G>
 HWY_INLINE void MixT(const float* p, size_t p_stride, const KvRun* runs, size_t num_runs, size_t kv_stride, size_t hd,
                      float* out, size_t out_stride) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
   constexpr size_t kV = G <= 4 ? 4 : 2;  // G * kV accumulators stay within 16 registers
   size_t c = 0;
-  for (; c + kV * N <= hd; c += kV * N) MixColumns<G, kV, kAdd>(p, p_stride, runs, num_runs, kv_stride, c, out, out_stride);
-  for (; c + N <= hd; c += N) MixColumns<G, 1, kAdd>(p, p_stride, runs, num_runs, kv_stride, c, out, out_stride);
+  for (; c + kV * N <= hd; c += kV * N) MixColumns<G, kV>(p, p_stride, runs, num_runs, kv_stride, c, out, out_stride);
+  for (; c + N <= hd; c += N) MixColumns<G, 1>(p, p_stride, runs, num_runs, kv_stride, c, out, out_stride);
   if (c == hd) return;
   for (size_t g = 0; g < G; ++g) {  // scalar tail columns
     for (size_t t = c; t < hd; ++t) {
-      float s = kAdd ? out[g * out_stride + t] : 0.0f;
+      float s = 0;
       size_t j_in = 0;
       for (size_t r = 0; r < num_runs; ++r)
         for (size_t j = 0; j < runs[r].count; ++j, ++j_in) s += p[g * p_stride + j_in] * runs[r].rows[j * kv_stride + t];
@@ -163,12 +160,7 @@ void AttentionScoresImpl(const float* q, size_t q_stride, size_t groups, const K
 
 void AttentionMixImpl(const float* p, size_t p_stride, size_t groups, const KvRun* runs, size_t num_runs,
                       size_t kv_stride, size_t hd, float* out, size_t out_stride) {
-  WithGroupSize(groups, [&](auto g) { MixT<decltype(g)::value, false>(p, p_stride, runs, num_runs, kv_stride, hd, out, out_stride); });
-}
-
-void AttentionMixAddImpl(const float* p, size_t p_stride, size_t groups, const KvRun* runs, size_t num_runs,
-                         size_t kv_stride, size_t hd, float* out, size_t out_stride) {
-  WithGroupSize(groups, [&](auto g) { MixT<decltype(g)::value, true>(p, p_stride, runs, num_runs, kv_stride, hd, out, out_stride); });
+  WithGroupSize(groups, [&](auto g) { MixT<decltype(g)::value>(p, p_stride, runs, num_runs, kv_stride, hd, out, out_stride); });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -179,7 +171,6 @@ HWY_AFTER_NAMESPACE();
 namespace fgemma {
 HWY_EXPORT(AttentionScoresImpl);
 HWY_EXPORT(AttentionMixImpl);
-HWY_EXPORT(AttentionMixAddImpl);
 
 void AttentionScores(const float* q, size_t q_stride, size_t groups, const KvRun* runs, size_t num_runs,
                      size_t kv_stride, size_t head_dim, float* scores, size_t scores_stride) {
@@ -190,11 +181,6 @@ void AttentionScores(const float* q, size_t q_stride, size_t groups, const KvRun
 void AttentionMix(const float* p, size_t p_stride, size_t groups, const KvRun* runs, size_t num_runs,
                   size_t kv_stride, size_t head_dim, float* out, size_t out_stride) {
   HWY_DYNAMIC_DISPATCH(AttentionMixImpl)(p, p_stride, groups, runs, num_runs, kv_stride, head_dim, out, out_stride);
-}
-
-void AttentionMixAdd(const float* p, size_t p_stride, size_t groups, const KvRun* runs, size_t num_runs,
-                     size_t kv_stride, size_t head_dim, float* out, size_t out_stride) {
-  HWY_DYNAMIC_DISPATCH(AttentionMixAddImpl)(p, p_stride, groups, runs, num_runs, kv_stride, head_dim, out, out_stride);
 }
 
 void AttentionScoresReference(const float* q, size_t q_stride, size_t groups, const KvRun* runs, size_t num_runs,

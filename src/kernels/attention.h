@@ -23,12 +23,6 @@ void AttentionScores(const float* q, size_t q_stride, size_t groups, const KvRun
 // out + g * out_stride = sum_j p[g * p_stride + j] * value_j, values in run order.
 void AttentionMix(const float* p, size_t p_stride, size_t groups, const KvRun* runs, size_t num_runs,
                   size_t kv_stride, size_t head_dim, float* out, size_t out_stride);
-// As AttentionMix, continuing from the sums already in `out` (those of earlier keys): a mix over
-// keys [0, k) followed by AttentionMixAdd over keys [k, n) gives the bits of one mix over [0, n),
-// whatever the group sizes of the two calls. (Two query rows of one sequence so read the keys they
-// both see once: model/gemma3_forward.cpp.)
-void AttentionMixAdd(const float* p, size_t p_stride, size_t groups, const KvRun* runs, size_t num_runs,
-                     size_t kv_stride, size_t head_dim, float* out, size_t out_stride);
 
 void AttentionScoresReference(const float* q, size_t q_stride, size_t groups, const KvRun* runs, size_t num_runs,
                               size_t kv_stride, size_t head_dim, float* scores, size_t scores_stride);

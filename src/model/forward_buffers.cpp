@@ -25,8 +25,7 @@ ForwardBuffers ForwardBuffers::Create(const Model& model, size_t max_batch, size
   // A query sees at most `context` keys on a global layer (window + batch on a sliding one).
   b.scores_stride = std::max(context, W + B);
   const size_t group = static_cast<size_t>(c.num_heads / c.num_kv_heads);
-  b.scores_per_thread = (c.num_kv_heads == 1 ? 2 : 1) * group * b.scores_stride;
-  b.scores = FloatBuffer(static_cast<size_t>(std::max(1, threads)) * b.scores_per_thread);
+  b.scores = FloatBuffer(static_cast<size_t>(std::max(1, threads)) * group * b.scores_stride);
 
   size_t packed = 0;
   for (int l = 0; l < c.num_layers; ++l) {

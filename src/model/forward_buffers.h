@@ -27,12 +27,10 @@ struct ForwardBuffers {
   FloatBuffer proj;     // [B, H]   o_proj / down_proj output
   FloatBuffer gate;     // [B, I]   gate_proj output, then gelu_tanh(gate) * up
   FloatBuffer up;       // [B, I]   up_proj output
-  FloatBuffer scores;   // [threads, 2G, S] attention probabilities, one block per thread (2G: two
-                        //          rows of one sequence at a time when the model has one KV head)
+  FloatBuffer scores;   // [threads, G, S]  attention probabilities, one block per thread
   FloatBuffer lora_u;   // [B, R]   a LoRA adapter's A x for the projections of one input (R =
                         //          its max_layer_rank; empty without an adapter)
   size_t scores_stride = 0;     // S: the most keys a query sees (context, or window + B)
-  size_t scores_per_thread = 0; // floats of a thread's block of `scores`
   std::vector<uint8_t> packed;  // [B, packed row] a matrix input packed for integer kernels, sized
                                 //   for the widest projection input (empty for float weights)
 };

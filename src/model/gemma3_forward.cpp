@@ -43,7 +43,6 @@ Result<std::unique_ptr<Gemma3Forward>> Gemma3Forward::Create(const Model& model,
   f->rope_ = RopeTables(c, f->max_batch_);
   f->row_segment_.resize(f->max_batch_);
   f->segment_first_row_.resize(f->max_batch_);
-  f->row_unit_.resize(f->max_batch_);
   return f;
 }
 
@@ -160,117 +159,34 @@ void Gemma3Forward::AttentionBlock(int l, size_t n, ThreadPool& pool) {
   });
 }
 
-namespace {
-// Rows [begin, end) of the concatenation of runs[0, n) (rows `stride` floats apart), as at most n
-// runs into out; returns how many.
-size_t SliceRuns(const KvRun* runs, size_t n, size_t begin, size_t end, size_t stride, KvRun* out) {
-  size_t count = 0, at = 0;
-  for (size_t r = 0; r < n; ++r) {
-    const size_t lo = std::max(begin, at), hi = std::min(end, at + runs[r].count);
-    if (lo < hi) out[count++] = {runs[r].rows + (lo - at) * stride, hi - lo};
-    at += runs[r].count;
-  }
-  return count;
-}
-}  // namespace
-
-void Gemma3Forward::Normalize(float* scores, size_t count) const {
-  const float softcap = cfg_.attn_logit_softcap;
-  if (softcap > 0) {
-    for (size_t j = 0; j < count; ++j) scores[j] = softcap * std::tanh(scores[j] / softcap);
-  }
-  Softmax(scores, count);
-}
-
-void Gemma3Forward::AttendRow(int layer, size_t t, size_t kvh, size_t h0, size_t heads, int thread) {
-  const size_t Q = static_cast<size_t>(cfg_.q_dim()), KV = static_cast<size_t>(cfg_.kv_dim()),
-               hd = static_cast<size_t>(cfg_.head_dim), S = buf_.scores_stride;
-  const uint32_t s = row_segment_[t];
-  const ForwardSegment& seg = segments_[s];
-  const size_t row0 = segment_first_row_[s];
-  const KvCache::Visible kv = seg.cache->VisibleTo(layer, seg.start + (t - row0), seg.start, buf_.k.data() + row0 * KV,
-                                                   buf_.v.data() + row0 * KV, kvh);
-  const float* q = buf_.q.data() + t * Q + h0 * hd;
-  float* scores = buf_.scores.data() + static_cast<size_t>(thread) * buf_.scores_per_thread;
-  AttentionScores(q, hd, heads, kv.keys, kv.runs, KV, hd, scores, S);
-  for (size_t g = 0; g < heads; ++g) Normalize(scores + g * S, kv.count);
-  AttentionMix(scores, S, heads, kv.values, kv.runs, KV, hd, buf_.attn.data() + t * Q + h0 * hd, hd);
-}
-
-// Rows t and t + 1 of one segment, every head (one KV head, so row t + 1's query heads and outputs
-// follow row t's: Q = group * hd). Row t sees positions [A, p], row t + 1 [B, p + 1] with B = A or
-// A + 1; the keys of [B, p] are read once for both rows' heads (a group of 2 * group), row t's key A
-// and row t + 1's key p + 1 alone. Scores and mixes are the same bits as AttendRow's for each row:
-// a head's scores do not depend on its group, and a mix continued by AttentionMixAdd over later keys
-// is the one fold over all of them (kernels/attention.h).
-void Gemma3Forward::AttendPair(int layer, size_t t, int thread) {
-  const size_t Q = static_cast<size_t>(cfg_.q_dim()), KV = static_cast<size_t>(cfg_.kv_dim()),
-               hd = static_cast<size_t>(cfg_.head_dim), S = buf_.scores_stride,
-               G = static_cast<size_t>(cfg_.num_heads);
-  const uint32_t s = row_segment_[t];
-  const ForwardSegment& seg = segments_[s];
-  const size_t row0 = segment_first_row_[s], pos = seg.start + (t - row0);
-  const float *chunk_k = buf_.k.data() + row0 * KV, *chunk_v = buf_.v.data() + row0 * KV;
-  const KvCache::Visible a = seg.cache->VisibleTo(layer, pos, seg.start, chunk_k, chunk_v, 0);
-  const KvCache::Visible b = seg.cache->VisibleTo(layer, pos + 1, seg.start, chunk_k, chunk_v, 0);
-  if (b.count > a.count + 1 || a.count > b.count || a.count + 1 > S) {  // not the two windows above
-    AttendRow(layer, t, 0, 0, G, thread);
-    AttendRow(layer, t + 1, 0, 0, G, thread);
-    return;
-  }
-  const size_t d = a.count + 1 - b.count;  // row t's keys before row t + 1's first: 0 or 1
-  KvRun first_k[3], first_v[3], common_k[3], common_v[3], last_k[3], last_v[3];
-  const size_t nf = SliceRuns(a.keys, a.runs, 0, d, KV, first_k);
-  SliceRuns(a.values, a.runs, 0, d, KV, first_v);
-  const size_t nc = SliceRuns(b.keys, b.runs, 0, b.count - 1, KV, common_k);
-  SliceRuns(b.values, b.runs, 0, b.count - 1, KV, common_v);
-  const size_t nl = SliceRuns(b.keys, b.runs, b.count - 1, b.count, KV, last_k);
-  SliceRuns(b.values, b.runs, b.count - 1, b.count, KV, last_v);
-  // Scores of both rows indexed by position - A: row t's heads at sc + g * S, [0, a.count); row
-  // t + 1's at sc + (G + g) * S, [d, d + b.count).
-  float* sc = buf_.scores.data() + static_cast<size_t>(thread) * buf_.scores_per_thread;
-  const float* q = buf_.q.data() + t * Q;
-  float* out = buf_.attn.data() + t * Q;
-  AttentionScores(q, hd, G, first_k, nf, KV, hd, sc, S);
-  AttentionScores(q, hd, 2 * G, common_k, nc, KV, hd, sc + d, S);
-  AttentionScores(q + Q, hd, G, last_k, nl, KV, hd, sc + G * S + d + b.count - 1, S);
-  for (size_t g = 0; g < G; ++g) {
-    Normalize(sc + g * S, a.count);
-    Normalize(sc + (G + g) * S + d, b.count);
-  }
-  AttentionMix(sc, S, G, first_v, nf, KV, hd, out, hd);  // row t's first key (zeros when d = 0)
-  std::fill_n(out + Q, Q, 0.0f);                          // row t + 1 starts from 0, as AttentionMix
-  AttentionMixAdd(sc + d, S, 2 * G, common_v, nc, KV, hd, out, hd);
-  AttentionMixAdd(sc + G * S + d + b.count - 1, S, G, last_v, nl, KV, hd, out + Q, hd);
-}
-
 void Gemma3Forward::Attention(int layer, size_t n, ThreadPool& pool) {
-  const size_t kv_heads = static_cast<size_t>(cfg_.num_kv_heads), group = static_cast<size_t>(cfg_.num_heads) / kv_heads;
-  const size_t threads = static_cast<size_t>(pool.num_threads());
+  const size_t Q = static_cast<size_t>(cfg_.q_dim()), KV = static_cast<size_t>(cfg_.kv_dim()),
+               hd = static_cast<size_t>(cfg_.head_dim), kv_heads = static_cast<size_t>(cfg_.num_kv_heads),
+               group = static_cast<size_t>(cfg_.num_heads) / kv_heads;
+  const float softcap = cfg_.attn_logit_softcap;
+  const size_t S = buf_.scores_stride;
   const AttentionSplit split = SplitAttention(n, kv_heads, group, pool.num_threads());
   const size_t heads_per_task = split.heads_per_task, tasks_per_kv = split.tasks_per_kv;
-  // Rows of one segment in pairs (AttendPair) when a pair's heads fit one kernel call and there are
-  // enough rows to keep every thread busy: the keys both rows see are read once.
-  if (kv_heads == 1 && tasks_per_kv == 1 && 2 * group <= kMaxAttentionGroup && n >= 4 * threads) {
-    size_t units = 0;
-    for (size_t t = 0; t < n; ++units) {
-      row_unit_[units] = static_cast<uint32_t>(t);
-      t += t + 1 < n && row_segment_[t + 1] == row_segment_[t] ? 2 : 1;
-    }
-    pool.Run(units, [&](size_t u, int thread) {
-      const size_t t = row_unit_[u];
-      if (t + 1 < n && row_segment_[t + 1] == row_segment_[t]) {
-        AttendPair(layer, t, thread);
-      } else {
-        AttendRow(layer, t, 0, 0, group, thread);
-      }
-    });
-    return;
-  }
+
   pool.Run(n * kv_heads * tasks_per_kv, [&](size_t task, int thread) {
     const size_t t = task / (kv_heads * tasks_per_kv), rest = task % (kv_heads * tasks_per_kv);
     const size_t kvh = rest / tasks_per_kv, h0 = kvh * group + (rest % tasks_per_kv) * heads_per_task;
-    AttendRow(layer, t, kvh, h0, heads_per_task, thread);
+    const uint32_t s = row_segment_[t];
+    const ForwardSegment& seg = segments_[s];
+    const size_t row0 = segment_first_row_[s];
+    const KvCache::Visible kv = seg.cache->VisibleTo(layer, seg.start + (t - row0), seg.start, buf_.k.data() + row0 * KV,
+                                                     buf_.v.data() + row0 * KV, kvh);
+    const float* q = buf_.q.data() + t * Q + h0 * hd;
+    float* scores = buf_.scores.data() + static_cast<size_t>(thread) * group * S;
+    AttentionScores(q, hd, heads_per_task, kv.keys, kv.runs, KV, hd, scores, S);
+    for (size_t g = 0; g < heads_per_task; ++g) {
+      float* sg = scores + g * S;
+      if (softcap > 0) {
+        for (size_t j = 0; j < kv.count; ++j) sg[j] = softcap * std::tanh(sg[j] / softcap);
+      }
+      Softmax(sg, kv.count);
+    }
+    AttentionMix(scores, S, heads_per_task, kv.values, kv.runs, KV, hd, buf_.attn.data() + t * Q + h0 * hd, hd);
   });
 }
 

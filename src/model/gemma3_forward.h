@@ -69,12 +69,6 @@ class Gemma3Forward {
   void Embed();
   void AttentionBlock(int layer, size_t n, ThreadPool& pool);
   void Attention(int layer, size_t n, ThreadPool& pool);
-  // Attention of row t's query heads [h0, h0 + heads) (KV head kvh), or of rows t and t + 1 of one
-  // segment sharing their common keys (one KV head), with `thread`'s scores block.
-  void AttendRow(int layer, size_t t, size_t kvh, size_t h0, size_t heads, int thread);
-  void AttendPair(int layer, size_t t, int thread);
-  // Softcap (when the model has one) and softmax of one head's scores.
-  void Normalize(float* scores, size_t count) const;
   void MlpBlock(int layer, size_t n, ThreadPool& pool);
   void FinalNorm(size_t n);
   // Projection `index` of layer l's adapter, or null without one.
@@ -92,7 +86,6 @@ class Gemma3Forward {
   std::span<const ForwardSegment> segments_;
   std::vector<uint32_t> row_segment_;
   std::vector<uint32_t> segment_first_row_;
-  std::vector<uint32_t> row_unit_;  // Attention's units (a row or a pair of rows): their first rows
   std::shared_ptr<const LoraAdapter> lora_;
 };
 

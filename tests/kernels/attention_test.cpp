@@ -120,37 +120,6 @@ TEST_P(AttentionKernelTest, ScoresDoNotDependOnRunSplits) {
   }
 }
 
-// What lets two query rows of one sequence share their common keys (gemma3_forward.cpp): a head's
-// scores and mix have the same bits in a group of 2G heads as in a group of G, and a mix split into
-// AttentionMix over the first keys then AttentionMixAdd over the rest equals one mix over them all.
-TEST_P(AttentionKernelTest, GroupsAndMixSplitsGiveTheSameBits) {
-  std::mt19937 rng(29);
-  for (size_t hd : {7, 16, 33, 256}) {
-    for (size_t half : {1, 2, 4}) {
-      const size_t groups = 2 * half, total = 19;
-      const std::vector<float> k = RandomNormal(total * hd, rng), v = RandomNormal(total * hd, rng);
-      const std::vector<float> q = RandomNormal(groups * hd, rng), p = RandomNormal(groups * total, rng);
-      const KvRun keys{k.data(), total}, values{v.data(), total};
-      std::vector<float> both(groups * total), halves(groups * total);
-      AttentionScores(q.data(), hd, groups, &keys, 1, hd, hd, both.data(), total);
-      for (size_t h = 0; h < 2; ++h)
-        AttentionScores(q.data() + h * half * hd, hd, half, &keys, 1, hd, hd, halves.data() + h * half * total, total);
-      ASSERT_EQ(both, halves) << "hd " << hd << " groups " << groups;
-
-      std::vector<float> whole(groups * hd), split(groups * hd);
-      AttentionMix(p.data(), total, groups, &values, 1, hd, hd, whole.data(), hd);
-      for (size_t first : {size_t{0}, size_t{1}, size_t{18}, total}) {
-        // Keys [0, first) by each half alone, [first, total) by the whole group, added.
-        const KvRun head{v.data(), first}, rest{v.data() + first * hd, total - first};
-        for (size_t h = 0; h < 2; ++h)
-          AttentionMix(p.data() + h * half * total, total, half, &head, 1, hd, hd, split.data() + h * half * hd, hd);
-        AttentionMixAdd(p.data() + first, total, groups, &rest, 1, hd, hd, split.data(), hd);
-        ASSERT_EQ(split, whole) << "hd " << hd << " groups " << groups << " first " << first;
-      }
-    }
-  }
-}
-
 INSTANTIATE_TEST_SUITE_P(Targets, AttentionKernelTest, ::testing::ValuesIn(KernelTargets()),
                          test::TargetParamName);
 
