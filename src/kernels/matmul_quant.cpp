@@ -191,10 +191,75 @@ struct InterleavedKernel {
     }
   }
 
-  // Rows [row, row + valid) of the panel at `panel` x tokens [token, token + kT).
+  // Rows [row, row + valid) of the panel at `panel` x tokens [token, token + kT), kT >= 4: group-major
+  // order. Each loaded group vector feeds the kT tokens in turn, so consecutive vpdpbusd belong to
+  // different chains (kT * kChains = 8 independent int32 chains) and the multiply units never wait
+  // on a dot's latency; the token-major order of Tile below runs one token's 8 dependent vpdpbusd
+  // back to back and leaves out-of-order execution to overlap tokens (prefill's ~0.53 ms per row on
+  // two cores suggests about a third of the VNNI throughput; not yet measured). The chains sum in int32 (exact), and the
+  // float epilogue is Tile's, so every output has the same bits in either order.
+  template <size_t kT>
+  static HWY_NOINLINE void WideTile(const TileJob& job, const uint8_t* panel, size_t row, size_t valid,
+                                    size_t token) {
+    static_assert(kT >= 4 && kT <= 8);
+    constexpr size_t kChains = 8 / kT;
+    const size_t nb = job.cols / kBlockValues;
+    const uint8_t* scales = panel;
+    const uint8_t* q = panel + kernels_internal::InterleavedScaleBytes(job.cols);
+    const uint8_t* x[kT];
+    for (size_t t = 0; t < kT; ++t) x[t] = job.token(token + t);
+    __m512 acc[kT];
+    for (size_t t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
+#pragma GCC unroll 1
+    for (size_t b = 0; b < nb; ++b) {
+      const uint8_t* qb = q + b * kGroupBytes;
+      const size_t q_at = b * 32, start_at = job.bsum_offset + (b * 2 + kBsumIndex) * 4, dx_at = job.d8_offset + b * 32;
+      __m512i dots[kT][kChains];
+#pragma GCC unroll 8
+      for (size_t t = 0; t < kT; ++t) {
+        int32_t start;
+        std::memcpy(&start, x[t] + start_at, 4);
+        dots[t][0] = _mm512_set1_epi32(start);
+        for (size_t c = 1; c < kChains; ++c) dots[t][c] = _mm512_setzero_si512();
+      }
+      // Group i of the block against every token's activations 4i..4i+3 (q4_0: the low nibbles of
+      // bytes 64 (i % 4) .. for i < 4, the high ones after).
+#pragma GCC unroll 8
+      for (size_t i = 0; i < 8; ++i) {
+        __m512i g;
+        if constexpr (kType == DType::kQ8_0) {
+          g = _mm512_loadu_si512(qb + 64 * i);
+        } else {
+          const __m512i v = _mm512_loadu_si512(qb + 64 * (i % 4));
+          g = _mm512_and_si512(i < 4 ? v : _mm512_srli_epi16(v, 4), _mm512_set1_epi8(15));
+        }
+#pragma GCC unroll 8
+        for (size_t t = 0; t < kT; ++t) {
+          int32_t four;
+          std::memcpy(&four, x[t] + q_at + 4 * i, 4);
+          dots[t][i % kChains] = _mm512_dpbusd_epi32(dots[t][i % kChains], g, _mm512_set1_epi32(four));
+        }
+      }
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * 32)));
+#pragma GCC unroll 8
+      for (size_t t = 0; t < kT; ++t) {
+        __m512i dot = dots[t][0];
+        for (size_t c = 1; c < kChains; ++c) dot = _mm512_add_epi32(dot, dots[t][c]);
+        float dx;
+        std::memcpy(&dx, x[t] + dx_at, 4);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[t]);
+      }
+    }
+    const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+    for (size_t t = 0; t < kT; ++t) _mm512_mask_storeu_ps(job.out(row, token + t), mask, acc[t]);
+  }
+
+  // Token-major order (one token's whole block, then the next), for one or two tokens: decode
+  // streams the weights, so the prefetch below matters more than the multiply units.
   template <size_t kT>
   static HWY_NOINLINE void Tile(const TileJob& job, const uint8_t* panel, size_t row, size_t valid,
                                 size_t token) {
+    static_assert(kT <= 2);
     const size_t nb = job.cols / kBlockValues;
     const uint8_t* scales = panel;
     const uint8_t* q = panel + kernels_internal::InterleavedScaleBytes(job.cols);
@@ -207,13 +272,11 @@ struct InterleavedKernel {
 #pragma GCC unroll 1
     for (size_t b = 0; b < nb; ++b) {
       __m512i g[8];
-      if constexpr (kT <= 2) {
-        // Decode streams the weights from memory once, faster than the hardware prefetcher runs
-        // ahead of one core: fetch ~6 KB ahead (measured on the 262144-row head, one thread:
-        // q4_0 4.8 -> 2.7 ms, q8_0 6.0 -> 5.1 ms). Prefetches past the end are harmless.
-        constexpr size_t kAhead = 6144 / kGroupBytes;
-        for (size_t line = 0; line < kGroupBytes; line += 64) hwy::Prefetch(q + (b + kAhead) * kGroupBytes + line);
-      }
+      // Decode streams the weights from memory once, faster than the hardware prefetcher runs
+      // ahead of one core: fetch ~6 KB ahead (measured on the 262144-row head, one thread:
+      // q4_0 4.8 -> 2.7 ms, q8_0 6.0 -> 5.1 ms). Prefetches past the end are harmless.
+      constexpr size_t kAhead = 6144 / kGroupBytes;
+      for (size_t line = 0; line < kGroupBytes; line += 64) hwy::Prefetch(q + (b + kAhead) * kGroupBytes + line);
       LoadGroups(q + b * kGroupBytes, g);
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * 32)));
       const size_t q_at = b * 32, start_at = job.bsum_offset + (b * 2 + kBsumIndex) * 4, dx_at = job.d8_offset + b * 32;
@@ -224,7 +287,7 @@ struct InterleavedKernel {
         std::memcpy(&start, xt + start_at, 4);
         // Few tokens leave nothing to overlap a block's 8 dependent vpdpbusd with: split them into
         // kChains chains summed at the end (exact in int32, so the same bits either way).
-        constexpr size_t kChains = kT <= 2 ? 4 : 1;
+        constexpr size_t kChains = 4;
         __m512i dots[kChains];
         dots[0] = _mm512_set1_epi32(start);
         for (size_t c = 1; c < kChains; ++c) dots[c] = _mm512_setzero_si512();
@@ -248,7 +311,13 @@ struct InterleavedKernel {
   template <size_t kT>
   static HWY_INLINE void Tokens(const TileJob& job, const uint8_t* panel, size_t row, size_t valid, size_t t,
                                 size_t t_end) {
-    for (; t + kT <= t_end; t += kT) Tile<kT>(job, panel, row, valid, t);
+    for (; t + kT <= t_end; t += kT) {
+      if constexpr (kT >= 4) {
+        WideTile<kT>(job, panel, row, valid, t);
+      } else {
+        Tile<kT>(job, panel, row, valid, t);
+      }
+    }
     if constexpr (kT > 1) Tokens<kT / 2>(job, panel, row, valid, t, t_end);
   }
 

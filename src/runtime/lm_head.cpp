@@ -106,6 +106,10 @@ void LmHead::ComputeMany(std::span<const float* const> hidden, std::span<HeadReq
       float* logits = out + t * kBlockRows;
       Best& best = many_best_[static_cast<size_t>(thread) * kMaxMany + t];
       const uint64_t* mask = req.allowed_mask;
+      if (req.logits && cap <= 0) std::copy_n(logits, r1 - r0, req.logits + r0);
+      // As in Compute: without a softcap, a block whose largest logit is below this position's best
+      // so far changes nothing: one vector pass instead of a compare, mask test and branch per logit.
+      if (cap <= 0 && MaxValue(logits, r1 - r0) < best.value) continue;
       for (size_t i = 0; i < r1 - r0; ++i) {
         float v = logits[i];
         if (cap > 0) logits[i] = v = cap * std::tanh(v / cap);
@@ -113,7 +117,7 @@ void LmHead::ComputeMany(std::span<const float* const> hidden, std::span<HeadReq
         if (mask && !(mask[static_cast<uint32_t>(id) >> 6] >> (id & 63) & 1)) continue;
         if (Better(v, id, best.value, best.id)) best = {v, id};
       }
-      if (req.logits) std::copy_n(logits, r1 - r0, req.logits + r0);
+      if (req.logits && cap > 0) std::copy_n(logits, r1 - r0, req.logits + r0);  // the capped values
     }
   });
   for (size_t t = 0; t < m; ++t) {

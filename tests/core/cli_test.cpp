@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "kernels/matmul.h"
 #include "test_support.h"
@@ -128,6 +130,27 @@ TEST(Cli, BenchCallsReportsPassesWithAndWithoutDrafts) {
                              &out),
             1);
   EXPECT_NE(out.find("--calls needs --tools"), std::string::npos) << out;
+}
+
+// Issue 14: `bench --pass-rows` times body passes of several rows at each decode context.
+TEST(Cli, BenchPassRowsReportsEachContextAndRowCount) {
+  std::string out;
+  ASSERT_EQ(test::RunCommand(Cli() + " bench --model " + test::FixturePath("models/mini-q8_0.gguf") +
+                                 " --threads 2 --prefill 8 --decode-contexts 16 40 --decode-steps 2 --pass-rows 1 4"
+                                 " --repetitions 1 --json",
+                             &out),
+            0)
+      << out;
+  const Json j = Json::parse(out);
+  std::vector<std::pair<size_t, size_t>> passes;  // (context, rows)
+  for (const Json& r : j["results"]) {
+    if (r["metric"] == "pass_ms") {
+      EXPECT_GT(r["value"].get<double>(), 0.0) << out;
+      passes.emplace_back(r["n"].get<size_t>(), r["rows"].get<size_t>());
+    }
+  }
+  const std::vector<std::pair<size_t, size_t>> want = {{16, 1}, {16, 4}, {40, 1}, {40, 4}};
+  EXPECT_EQ(passes, want) << out;
 }
 
 // --version names the kernels chosen for this CPU (as bench and fgemma_kernel_target do).

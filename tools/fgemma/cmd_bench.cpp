@@ -22,6 +22,7 @@ struct BenchArgs {
   bool zero_fill = false;
   size_t decode_steps = 32;
   size_t repetitions = 3;
+  std::vector<size_t> pass_rows;  // --pass-rows: time passes of these many rows at each decode context
   CallBenchArgs calls;  // --calls: the function-call benchmark instead
 };
 
@@ -54,7 +55,8 @@ int RunBench(const BenchArgs& a) {
   if (!model.ok()) return Fail(model.status().ToString());
   std::shared_ptr<const Model> m(std::move(model).value());
   const size_t max_ctx = std::max(*std::max_element(a.decode_contexts.begin(), a.decode_contexts.end()),
-                                  *std::max_element(a.prefill.begin(), a.prefill.end())) + a.decode_steps + 1;
+                                  *std::max_element(a.prefill.begin(), a.prefill.end())) +
+                         std::max(a.decode_steps, a.pass_rows.empty() ? size_t{0} : *std::max_element(a.pass_rows.begin(), a.pass_rows.end())) + 1;
   SessionOptions so;
   so.threads = a.threads;
   auto lora = LoadLoraOption(a.lora, *m);
@@ -74,6 +76,7 @@ int RunBench(const BenchArgs& a) {
     size_t n;
     double value;
     const char* unit;
+    size_t rows = 0;  // pass_ms: rows of the pass
   };
   std::vector<Row> rows;
   // Prefill: whole prompt in one call, head on the last position (as a real request does).
@@ -96,6 +99,23 @@ int RunBench(const BenchArgs& a) {
       rates.push_back(static_cast<double>(n) / dt);
     }
     rows.push_back({"prefill_tok_per_s", n, median(rates), "tok/s"});
+  }
+  // Passes of R rows (what a drafted verification or a batch of sessions costs; issue 14): the
+  // body only, no head, at each decode context reached by zero-filling the KV cache (the same
+  // attention work as real keys). The median of --repetitions passes.
+  for (size_t ctx : a.decode_contexts) {
+    for (size_t r : a.pass_rows) {
+      if (r == 0 || ctx + r > so.context) continue;
+      std::vector<double> times;
+      for (size_t rep = 0; rep < a.repetitions; ++rep) {
+        s.Reset();
+        if (Status st = s.JumpWithZeroState(ctx); !st.ok()) return Fail(st.ToString());
+        const double start = NowSeconds();
+        if (Status st = s.Evaluate(std::span<const int32_t>(tokens.data() + ctx, r)); !st.ok()) return Fail(st.ToString());
+        times.push_back((NowSeconds() - start) * 1000.0);
+      }
+      rows.push_back({"pass_ms", ctx, median(times), "ms", r});
+    }
   }
   // Decode: prefill to the context, then time greedy steps with the fused argmax head.
   for (size_t ctx : a.decode_contexts) {
@@ -132,7 +152,8 @@ int RunBench(const BenchArgs& a) {
                   l->rank(), l->scale(), static_cast<double>(l->bytes()) / (1024.0 * 1024.0));
     std::printf("\"results\":[");
     for (size_t i = 0; i < rows.size(); ++i)
-      std::printf("%s{\"metric\":\"%s\",\"n\":%zu,\"value\":%.4f}", i ? "," : "", rows[i].what.c_str(), rows[i].n, rows[i].value);
+      std::printf("%s{\"metric\":\"%s\",\"n\":%zu,%s\"value\":%.4f}", i ? "," : "", rows[i].what.c_str(), rows[i].n,
+                  rows[i].rows ? ("\"rows\":" + std::to_string(rows[i].rows) + ",").c_str() : "", rows[i].value);
     std::printf("],\"kv_sliding_mib\":%.1f,\"kv_global_mib\":%.1f,\"context\":%zu,\"peak_rss_mib\":%.1f}\n",
                 kv_sliding_mb, kv_global_mb, so.context, peak_mb);
   } else {
@@ -146,6 +167,9 @@ int RunBench(const BenchArgs& a) {
     for (const auto& r : rows) {
       if (r.what == "prefill_tok_per_s")
         std::printf("prefill   %5zu tokens: %10.1f tok/s\n", r.n, r.value);
+      else if (r.what == "pass_ms")
+        std::printf("pass      ctx %5zu, %3zu rows: %8.2f ms (%.3f ms/row)\n", r.n, r.rows, r.value,
+                    r.value / static_cast<double>(r.rows));
       else
         std::printf("decode    ctx %5zu:    %10.2f ms/token (%.1f tok/s)\n", r.n, r.value, 1000.0 / r.value);
     }
@@ -167,6 +191,9 @@ CommandRegistration reg(40, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--decode-steps", a->decode_steps, "decode steps per context (default 32); the median step is reported");
   cmd->add_option("--repetitions", a->repetitions, "runs of each prefill; the median is reported (default 3)")
       ->check(CLI::Range(size_t{1}, size_t{1000}));
+  cmd->add_option("--pass-rows", a->pass_rows,
+                  "also time forward passes of these many rows (no head) at each decode context, reached by "
+                  "zero-filling the KV cache; the median of --repetitions (e.g. --pass-rows 1 2 4 8 16 32 64)");
   cmd->add_flag("--decode-zero-fill", a->zero_fill,
                 "reach each decode context by zero-filling the KV cache instead of prefilling it (same decode "
                 "work and memory, meaningless tokens; for long contexts on slow machines)");
