@@ -4,6 +4,7 @@
 //   y = fold over blocks b: y = fma(float(int32 dot_b), float(dw_b * dx_b), y), from 0,
 // the same instructions for every token whatever the batch (a batch equals one token at a time)
 // and for every panel whatever the slice (a row slice equals the whole matrix).
+#include "kernels/arm_post_index_loads.h"
 #include "kernels/matmul_arm_dot.h"
 
 #if defined(FGEMMA_ARM_DOT)
@@ -48,60 +49,6 @@ inline int32x4_t BlockDot(const int8x16_t w[8], const int8x16_t x0, const int8x1
 inline int32x4_t BlockDot(const int8x16_t w[8], const int8_t* xq) {
   return BlockDot(w, vld1q_s8(xq), vld1q_s8(xq + 16));
 }
-
-#if defined(__aarch64__)
-// Post-indexed loads written out: one instruction that also moves its pointer. From the intrinsics
-// GCC keeps a copy or an add per pointer and block in the decode loop (about 0.4 instructions per
-// sdot); the "m" operand tells it which bytes are read. Volatile keeps the loads in program order:
-// GCC otherwise gathers a block's loads early and spills what they feed.
-#if defined(__clang__)
-// Clang has no register-list operands in inline asm (%S..%V of a vector tuple); it forms
-// post-indexed loads from the intrinsics itself.
-inline int8x16x4_t Load64(const uint8_t*& p) {
-  const int8x16x4_t v = vld1q_s8_x4(reinterpret_cast<const int8_t*>(p));
-  p += 64;
-  return v;
-}
-inline int8x16x2_t Load32(const uint8_t*& p) {
-  const int8x16x2_t v = vld1q_s8_x2(reinterpret_cast<const int8_t*>(p));
-  p += 32;
-  return v;
-}
-inline float32x4_t LoadScales(const float*& p) {
-  const float32x4_t v = vld1q_f32(p);
-  p += 4;
-  return v;
-}
-inline float LoadActScale(const uint8_t*& p) {
-  float v;
-  __builtin_memcpy(&v, p, 4);
-  p += 32;
-  return v;
-}
-#else
-inline int8x16x4_t Load64(const uint8_t*& p) {
-  int8x16x4_t v;
-  asm volatile("ld1 {%S0.16b - %V0.16b}, [%1], #64" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[64]>(p)));
-  return v;
-}
-inline int8x16x2_t Load32(const uint8_t*& p) {
-  int8x16x2_t v;
-  asm volatile("ld1 {%S0.16b - %T0.16b}, [%1], #32" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[32]>(p)));
-  return v;
-}
-inline float32x4_t LoadScales(const float*& p) {
-  float32x4_t v;
-  asm volatile("ldr %q0, [%1], #16" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[16]>(p)));
-  return v;
-}
-// The scale of an activation block (the first of its 8 copies), moving `p` to the next block's.
-inline float LoadActScale(const uint8_t*& p) {
-  float v;
-  asm volatile("ldr %s0, [%1], #32" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[4]>(p)));
-  return v;
-}
-#endif
-#endif
 
 #if defined(__aarch64__)
 // A q4_0 block of a panel (4 rows) against the token's block x0, x1, moving `q` past it, from

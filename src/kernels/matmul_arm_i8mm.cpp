@@ -10,6 +10,7 @@
 // and the float steps are those of matmul_arm_dot.cpp:
 //   y = fold over blocks b: y = fma(float(int32 dot_b), float(dw_b * dx_b), y), from 0,
 // so a batch equals one token at a time (whose single tokens take sdot), and a row slice the whole.
+#include "kernels/arm_post_index_loads.h"
 #include "kernels/matmul_arm_dot.h"
 
 #if defined(FGEMMA_ARM_I8MM)
@@ -50,54 +51,6 @@ void InterleavePairs(const ArmDotJob& job, uint8_t* pairs) {
     }
   }
 }
-
-// Post-indexed loads written out (one instruction that also moves its pointer; from the
-// intrinsics GCC keeps an address computation per pointer and block). Volatile keeps them in
-// program order: GCC otherwise gathers a block's loads early and spills what they feed.
-#if defined(__clang__)
-// Clang has no register-list operands in inline asm; it forms post-indexed loads itself.
-inline int8x16x4_t Load64(const uint8_t*& p) {
-  const int8x16x4_t v = vld1q_s8_x4(reinterpret_cast<const int8_t*>(p));
-  p += 64;
-  return v;
-}
-inline float32x4_t Load16(const uint8_t*& p) {
-  const float32x4_t v = vld1q_f32(reinterpret_cast<const float*>(p));
-  p += 16;
-  return v;
-}
-inline float32x4x2_t LoadF32x2(const uint8_t*& p) {
-  const float32x4x2_t v = vld1q_f32_x2(reinterpret_cast<const float*>(p));
-  p += 32;
-  return v;
-}
-inline float32x4x4_t LoadF32x4(const uint8_t*& p) {
-  const float32x4x4_t v = vld1q_f32_x4(reinterpret_cast<const float*>(p));
-  p += 64;
-  return v;
-}
-#else
-inline int8x16x4_t Load64(const uint8_t*& p) {
-  int8x16x4_t v;
-  asm volatile("ld1 {%S0.16b - %V0.16b}, [%1], #64" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[64]>(p)));
-  return v;
-}
-inline float32x4_t Load16(const uint8_t*& p) {
-  float32x4_t v;
-  asm volatile("ldr %q0, [%1], #16" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[16]>(p)));
-  return v;
-}
-inline float32x4x2_t LoadF32x2(const uint8_t*& p) {
-  float32x4x2_t v;
-  asm volatile("ld1 {%S0.4s - %T0.4s}, [%1], #32" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[32]>(p)));
-  return v;
-}
-inline float32x4x4_t LoadF32x4(const uint8_t*& p) {
-  float32x4x4_t v;
-  asm volatile("ld1 {%S0.4s - %V0.4s}, [%1], #64" : "=w"(v), "+r"(p) : "m"(*reinterpret_cast<const uint8_t(*)[64]>(p)));
-  return v;
-}
-#endif
 
 // Block b of a panel as smmla operands, moving `q` past it: lo[c] = rows 0-1, hi[c] = rows 2-3,
 // values 8c..8c+7. Lanes of group vector g are rows 0-3 of group g: zipping groups 2c and 2c + 1
@@ -147,7 +100,7 @@ void ZipPanel(const ArmDotJob& job, const uint8_t* panel, uint8_t* zipped) {
   for (size_t b = 0; b < job.blocks; ++b, zipped += kZippedBlockBytes) {
     int8x16_t lo[4], hi[4];
     LoadTiles<kQ4>(q, lo, hi);
-    const float32x4_t dw = Load16(scales);
+    const float32x4_t dw = LoadF32(scales);
     const int8x16x4_t l = {{lo[0], lo[1], lo[2], lo[3]}}, h = {{hi[0], hi[1], hi[2], hi[3]}};
     const float32x4x2_t s = {{vzip1q_f32(dw, dw), vzip2q_f32(dw, dw)}};
     vst1q_s8_x4(reinterpret_cast<int8_t*>(zipped), l);  // (clang's intrinsics are macros: no braces inside)
@@ -181,7 +134,7 @@ void Tile(const ArmDotJob& job, const uint8_t* src, const uint8_t* pairs, size_t
       dw23 = d.val[1];
     } else {
       LoadTiles<kQ4>(q, lo, hi);
-      const float32x4_t dw = Load16(scales);
+      const float32x4_t dw = LoadF32(scales);
       dw01 = vzip1q_f32(dw, dw);
       dw23 = vzip2q_f32(dw, dw);
     }
@@ -190,7 +143,7 @@ void Tile(const ArmDotJob& job, const uint8_t* src, const uint8_t* pairs, size_t
       const float32x4x4_t v = LoadF32x4(dx);
       for (size_t k = 0; k < 4; ++k) dxs[k] = v.val[k];
     } else {
-      for (size_t k = 0; k < kP; ++k) dxs[k] = Load16(dx);
+      for (size_t k = 0; k < kP; ++k) dxs[k] = LoadF32(dx);
     }
     for (size_t k = 0; k < kP; ++k) {
       const int8x16x4_t xv = Load64(x);
