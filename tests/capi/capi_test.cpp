@@ -10,8 +10,7 @@
 
 #include "fgemma/fgemma.h"
 #include "kernels/matmul.h"
-#include "test_support.h"
-#include "util/mapped_file.h"
+#include "mini_model_capi_fixture.h"
 
 namespace {
 
@@ -19,22 +18,8 @@ const char* kMessages =
     R"([{"role":"developer","content":"You are a model that can do function calling with the following functions"},)"
     R"({"role":"user","content":"Turn on the kitchen lights"}])";
 
-class CapiTest : public ::testing::Test {
+class CapiTest : public fgemma::test::MiniModelCapiTest {
  protected:
-  static void SetUpTestSuite() {
-    ASSERT_EQ(fgemma_model_load(fgemma::test::FixturePath("models/mini-bf16").c_str(), fgemma_model_default_params(),
-                                &model_),
-              FGEMMA_OK)
-        << fgemma_last_error();
-    auto tools = fgemma::ReadFileToString(fgemma::test::FixturePath("chat/smart-home-tools.json"));
-    ASSERT_TRUE(tools.ok());
-    tools_ = new std::string(tools.value());
-  }
-  static void TearDownTestSuite() {
-    fgemma_model_free(model_);
-    model_ = nullptr;
-    delete tools_;
-  }
   static fgemma_caller* NewCaller(fgemma_caller_params p = fgemma_caller_default_params()) {
     p.n_ctx = 2048;
     p.n_threads = 1;
@@ -42,11 +27,7 @@ class CapiTest : public ::testing::Test {
     EXPECT_EQ(fgemma_caller_new(model_, p, &c), FGEMMA_OK) << fgemma_last_error();
     return c;
   }
-  static fgemma_model* model_;
-  static std::string* tools_;
 };
-fgemma_model* CapiTest::model_ = nullptr;
-std::string* CapiTest::tools_ = nullptr;
 
 TEST(CapiBasics, VersionAndStatusNames) {
   EXPECT_EQ(fgemma_abi_version(), FGEMMA_ABI_VERSION);

@@ -9,28 +9,14 @@
 
 #include "capi/capi_internal.h"
 #include "fgemma/fgemma.h"
+#include "mini_model_capi_fixture.h"
 #include "test_support.h"
 #include "util/json.h"
-#include "util/mapped_file.h"
 
 namespace {
 
-class SharedPassesCapi : public ::testing::Test {
+class SharedPassesCapi : public fgemma::test::MiniModelCapiTest {
  protected:
-  static void SetUpTestSuite() {
-    ASSERT_EQ(fgemma_model_load(fgemma::test::FixturePath("models/mini-bf16").c_str(), fgemma_model_default_params(),
-                                &model_),
-              FGEMMA_OK)
-        << fgemma_last_error();
-    auto tools = fgemma::ReadFileToString(fgemma::test::FixturePath("chat/smart-home-tools.json"));
-    ASSERT_TRUE(tools.ok());
-    tools_ = new std::string(tools.value());
-  }
-  static void TearDownTestSuite() {
-    fgemma_model_free(model_);
-    model_ = nullptr;
-    delete tools_;
-  }
   static fgemma_caller* NewCaller(bool share, uint32_t n_ctx = 2048, const char* lora = nullptr) {
     fgemma_caller_params p = fgemma_caller_default_params();
     p.n_ctx = n_ctx;
@@ -58,11 +44,7 @@ class SharedPassesCapi : public ::testing::Test {
       if (auto b = g.batcher.lock()) live.push_back(b);
     return live;
   }
-  static fgemma_model* model_;
-  static std::string* tools_;
 };
-fgemma_model* SharedPassesCapi::model_ = nullptr;
-std::string* SharedPassesCapi::tools_ = nullptr;
 
 struct Turn {
   std::string messages;
