@@ -29,9 +29,9 @@ struct ArmDotJob {
 void ArmDotMatMul(const ArmDotJob& job);
 
 // smmla (aarch64 i8mm, kernels/matmul_arm_i8mm.cpp): job.tokens must be even. Token pairs are first
-// interleaved into `pairs` (ArmI8mmPairBytes(job.blocks, job.tokens) bytes, 16-byte aligned): per
-// block and pair, 8-byte groups of the two tokens' quantized values side by side (the 2x8 operand
-// smmla takes) and the pair's scales; after them, room for one panel's blocks zipped into smmla
+// interleaved into `pairs` (ArmI8mmPairBytes(job.blocks, job.tokens) bytes, 16-byte aligned): in
+// groups of 4 pairs, per block the pairs' scales, then for each pair 8-byte groups of the two
+// tokens' quantized values side by side (the 2x8 operand smmla takes); after them, room for one panel's blocks zipped into smmla
 // operands (160 bytes a block). Rows and tokens get the bits ArmDotMatMul gives them.
 // Defined only in aarch64 builds (FGEMMA_ARM_I8MM).
 inline size_t ArmI8mmPairBytes(size_t blocks, size_t tokens) { return tokens / 2 * blocks * 80 + blocks * 160; }
