@@ -20,7 +20,9 @@ namespace fgemma::kernels_internal {
 namespace {
 
 // Token pairs per pass over a panel: 8 zipped weights + 8 tile sums + 4 activations + 4 pair
-// scales in registers (no spills with GCC 12; 5 pairs would need more than 32 registers).
+// scales in registers (no spills with GCC 12; 5 pairs would need more than 32 registers). The pair
+// layout below groups pairs by the same count, so both q8_0 and q4_0 passes use this one constant.
+constexpr size_t kPairs = 4;
 
 // The pairs are cut into groups of kPairs (the last group may be smaller: n pairs), each group
 // stored whole before the next (group G from pair kPairs * G: at kPairs * G * blocks * 80 bytes), so
@@ -28,13 +30,11 @@ namespace {
 // scales first, {dx_t0, dx_t1, dx_t0, dx_t1} for each pair j (the lanes of a 2x2 tile {r0t0, r0t1,
 // r1t0, r1t1}: 16 n bytes), then for each pair 4 vectors {t0 values 8c..8c+7, t1 values 8c..8c+7}
 // (c = 0..3: 64 n bytes).
-template <bool kQ4>
-constexpr size_t kPairs = 4;
 void InterleavePairs(const ArmDotJob& job, uint8_t* pairs) {
   const size_t npairs = job.tokens / 2;
   for (size_t j = 0; j < npairs; ++j) {
-    const size_t g0 = j / kPairs<false> * kPairs<false>;
-    const size_t n = npairs - g0 < kPairs<false> ? npairs - g0 : kPairs<false>;
+    const size_t g0 = j / kPairs * kPairs;
+    const size_t n = npairs - g0 < kPairs ? npairs - g0 : kPairs;
     uint8_t* group = pairs + g0 * job.blocks * 80;
     const uint8_t* r0 = job.packed + 2 * j * job.packed_stride;
     const uint8_t* r1 = r0 + job.packed_stride;
@@ -191,7 +191,7 @@ template <bool kQ4, bool kZipped>
 void Passes(const ArmDotJob& job, size_t p, const uint8_t* src, const uint8_t* pairs) {
   const size_t npairs = job.tokens / 2;
   size_t j = 0;
-  for (; j + kPairs<kQ4> <= npairs; j += kPairs<kQ4>) TileAndStore<kQ4, kZipped, kPairs<kQ4>>(job, p, src, pairs, j);
+  for (; j + kPairs <= npairs; j += kPairs) TileAndStore<kQ4, kZipped, kPairs>(job, p, src, pairs, j);
   switch (npairs - j) {
     case 3: TileAndStore<kQ4, kZipped, 3>(job, p, src, pairs, j); break;
     case 2: TileAndStore<kQ4, kZipped, 2>(job, p, src, pairs, j); break;
@@ -203,7 +203,7 @@ void Passes(const ArmDotJob& job, size_t p, const uint8_t* src, const uint8_t* p
 template <bool kQ4>
 void Run(const ArmDotJob& job, const uint8_t* pairs, uint8_t* zipped) {
   const size_t panels = (job.rows + 3) / 4;
-  const bool rezip = job.tokens / 2 > kPairs<kQ4>;  // more than one pass per panel
+  const bool rezip = job.tokens / 2 > kPairs;  // more than one pass per panel
   for (size_t p = 0; p < panels; ++p) {
     const uint8_t* panel = job.panels + p * job.panel_bytes;
     if (rezip) {

@@ -25,6 +25,7 @@ struct QuantLayout {
   size_t d8_offset = 0;
   size_t corr_offset = 0;
   size_t bsum_offset = 0;
+  size_t used = 0;    // bytes of q, d8, corr and bsum: 104 per block; zero padding from here to stride
   size_t stride = 0;  // bytes per token, a multiple of 64
 };
 inline QuantLayout QuantLayoutFor(size_t cols) {
@@ -33,7 +34,8 @@ inline QuantLayout QuantLayoutFor(size_t cols) {
   l.d8_offset = l.blocks * 32;
   l.corr_offset = l.blocks * 64;
   l.bsum_offset = l.blocks * 96;
-  l.stride = (l.blocks * 104 + 63) / 64 * 64;
+  l.used = l.blocks * 104;
+  l.stride = (l.used + 63) / 64 * 64;
   return l;
 }
 

@@ -549,38 +549,36 @@ void PackQuantImpl(size_t cols, const float* x, size_t x_stride, size_t num_toke
     // order (|x| max, d = amax / 127, x * (127 / amax) rounded to nearest even by fcvtns as
     // NearestInt does, NaN to 0 as IfThenZeroElse does), so the same bytes; the values are within
     // [-127, 127], so the narrowing is exact. Checked per target by PackActivationsQuantizes.
-    {
-      for (size_t b = 0; b < layout.blocks; ++b) {
-        const float* xb = x + t * x_stride + b * 32;
-        const float32x4x4_t lo = vld1q_f32_x4(xb), hi = vld1q_f32_x4(xb + 16);
-        const float32x4_t v[8] = {lo.val[0], lo.val[1], lo.val[2], lo.val[3], hi.val[0], hi.val[1], hi.val[2], hi.val[3]};
-        float32x4_t m[8];
-        for (int i = 0; i < 8; ++i) m[i] = vabsq_f32(v[i]);
-        for (int i = 0; i < 4; ++i) m[i] = vmaxq_f32(m[i], m[i + 4]);
-        m[0] = vmaxq_f32(vmaxq_f32(m[0], m[2]), vmaxq_f32(m[1], m[3]));
-        const float amax = vmaxvq_f32(vmaxq_f32(vdupq_n_f32(0.0f), m[0]));
-        const float d = amax / 127.0f;
-        const float scale = amax > 0.0f ? 127.0f / amax : 0.0f;
-        int32x4_t qi[8];
-        for (int i = 0; i < 8; ++i) qi[i] = vcvtnq_s32_f32(vmulq_n_f32(v[i], scale));
-        int16x8_t h[4];
-        for (int i = 0; i < 4; ++i) h[i] = vuzp1q_s16(vreinterpretq_s16_s32(qi[2 * i]), vreinterpretq_s16_s32(qi[2 * i + 1]));
-        const int8x16x2_t q8 = {{vuzp1q_s8(vreinterpretq_s8_s16(h[0]), vreinterpretq_s8_s16(h[1])),
-                                 vuzp1q_s8(vreinterpretq_s8_s16(h[2]), vreinterpretq_s8_s16(h[3]))}};
-        vst1q_s8_x2(q + b * 32, q8);
-        const int32x4_t g03 = vpaddq_s32(vpaddq_s32(qi[0], qi[1]), vpaddq_s32(qi[2], qi[3]));  // groups 0-3
-        const int32x4_t g47 = vpaddq_s32(vpaddq_s32(qi[4], qi[5]), vpaddq_s32(qi[6], qi[7]));
-        const int32x4x2_t corr = {{vmulq_n_s32(g03, -128), vmulq_n_s32(g47, -128)}};
-        vst1q_s32_x2(reinterpret_cast<int32_t*>(rec + layout.corr_offset + b * 32), corr);
-        const float32x4x2_t d8 = {{vdupq_n_f32(d), vdupq_n_f32(d)}};
-        vst1q_f32_x2(reinterpret_cast<float*>(rec + layout.d8_offset + b * 32), d8);
-        const int32_t block_sum = vaddvq_s32(vaddq_s32(g03, g47));
-        const int32_t starts[2] = {-128 * block_sum, -8 * block_sum};
-        std::memcpy(rec + layout.bsum_offset + b * 8, starts, 8);
-      }
-      std::memset(rec + layout.blocks * 104, 0, layout.stride - layout.blocks * 104);
-      continue;
+    for (size_t b = 0; b < layout.blocks; ++b) {
+      const float* xb = x + t * x_stride + b * 32;
+      const float32x4x4_t lo = vld1q_f32_x4(xb), hi = vld1q_f32_x4(xb + 16);
+      const float32x4_t v[8] = {lo.val[0], lo.val[1], lo.val[2], lo.val[3], hi.val[0], hi.val[1], hi.val[2], hi.val[3]};
+      float32x4_t m[8];
+      for (int i = 0; i < 8; ++i) m[i] = vabsq_f32(v[i]);
+      for (int i = 0; i < 4; ++i) m[i] = vmaxq_f32(m[i], m[i + 4]);
+      m[0] = vmaxq_f32(vmaxq_f32(m[0], m[2]), vmaxq_f32(m[1], m[3]));
+      const float amax = vmaxvq_f32(vmaxq_f32(vdupq_n_f32(0.0f), m[0]));
+      const float d = amax / 127.0f;
+      const float scale = amax > 0.0f ? 127.0f / amax : 0.0f;
+      int32x4_t qi[8];
+      for (int i = 0; i < 8; ++i) qi[i] = vcvtnq_s32_f32(vmulq_n_f32(v[i], scale));
+      int16x8_t h[4];
+      for (int i = 0; i < 4; ++i) h[i] = vuzp1q_s16(vreinterpretq_s16_s32(qi[2 * i]), vreinterpretq_s16_s32(qi[2 * i + 1]));
+      const int8x16x2_t q8 = {{vuzp1q_s8(vreinterpretq_s8_s16(h[0]), vreinterpretq_s8_s16(h[1])),
+                               vuzp1q_s8(vreinterpretq_s8_s16(h[2]), vreinterpretq_s8_s16(h[3]))}};
+      vst1q_s8_x2(q + b * 32, q8);
+      const int32x4_t g03 = vpaddq_s32(vpaddq_s32(qi[0], qi[1]), vpaddq_s32(qi[2], qi[3]));  // groups 0-3
+      const int32x4_t g47 = vpaddq_s32(vpaddq_s32(qi[4], qi[5]), vpaddq_s32(qi[6], qi[7]));
+      const int32x4x2_t corr = {{vmulq_n_s32(g03, -128), vmulq_n_s32(g47, -128)}};
+      vst1q_s32_x2(reinterpret_cast<int32_t*>(rec + layout.corr_offset + b * 32), corr);
+      const float32x4x2_t d8 = {{vdupq_n_f32(d), vdupq_n_f32(d)}};
+      vst1q_f32_x2(reinterpret_cast<float*>(rec + layout.d8_offset + b * 32), d8);
+      const int32_t block_sum = vaddvq_s32(vaddq_s32(g03, g47));
+      const int32_t starts[2] = {-128 * block_sum, -8 * block_sum};
+      std::memcpy(rec + layout.bsum_offset + b * 8, starts, 8);
     }
+    std::memset(rec + layout.used, 0, layout.stride - layout.used);
+    continue;
 #endif
     for (size_t b = 0; b < layout.blocks; ++b) {
       const float* xb = x + t * x_stride + b * 32;
@@ -606,7 +604,7 @@ void PackQuantImpl(size_t cols, const float* x, size_t x_stride, size_t num_toke
       const int32_t starts[2] = {-128 * block_sum, -8 * block_sum};
       std::memcpy(rec + layout.bsum_offset + b * 8, starts, 8);
     }
-    std::memset(rec + layout.blocks * 104, 0, layout.stride - layout.blocks * 104);
+    std::memset(rec + layout.used, 0, layout.stride - layout.used);
   }
 }
 
