@@ -2,13 +2,14 @@
 # Cross builds for 32-bit x86 and Arm, tested natively (i386) or under qemu-user (Arm):
 #   scripts/cross-test.sh [i386|i386-sse4|armhf|armhf-noneon|aarch64 ...]   (default: i386 armhf aarch64)
 # (i386-sse4 is the build scripts/test-32bit-270m.sh uses; CI tests that one to build i386 once.)
-# Each builds the engine, the CLI and the core, tokenizer, chat and kernels test binaries with
-# cmake/toolchains/<arch>.cmake (static executables; dependencies from cmake/CrossDeps.cmake) in
-# build/cross-<arch>, then runs the goldens that matter: tiny (every layer and logit), mini and the
-# mini GGUF goldens, the tokenizer goldens, the chat rendering goldens and every SIMD kernel against
-# its scalar reference (NEON on armhf/aarch64, the scalar fallback on armhf-noneon). Under qemu the CLI tests
-# are left out (a test spawning the CLI would need binfmt_misc); on i386 everything in the binaries
-# runs natively, or under qemu-i386 like Arm when the kernel cannot exec 32-bit x86 binaries.
+# Each builds the engine, the CLI (where tests run natively) and the core, tokenizer, chat, kernels
+# and util test binaries with cmake/toolchains/<arch>.cmake (static executables; dependencies from
+# cmake/CrossDeps.cmake) in build/cross-<arch>, then runs the goldens that matter: tiny (every layer
+# and logit), mini and the mini GGUF goldens, the tokenizer goldens, the chat rendering goldens and
+# every SIMD kernel against its scalar reference (NEON on armhf/aarch64, the scalar fallback on
+# armhf-noneon). Under qemu the CLI tests are left out (a test spawning the CLI would need
+# binfmt_misc); on i386 everything in the binaries runs natively, or under qemu-i386 like Arm when
+# the kernel cannot exec 32-bit x86 binaries.
 # Needs: g++-i686-linux-gnu g++-arm-linux-gnueabihf g++-aarch64-linux-gnu qemu-user googletest
 # (scripts/install-deps.sh with FGEMMA_CROSS=1). On Arm it also builds the JNI library of
 # bindings/java for the target.
@@ -56,12 +57,18 @@ for arch in "${archs[@]}"; do
     run=(qemu-i386)
     filter="$qemu_filter"
   fi
+  # Each test binary is one single-threaded emulator process: they run $jobs at a time, the core
+  # tests (the longest, about a minute under qemu) split in two gtest shards.
+  job_names=()
+  job_cmds=()
+  queue() { job_names+=("$1"); job_cmds+=("$(printf '%q ' "${@:2}")"); }
   # The kernels chosen at run time from the CPU's hwcaps (kernels/cpu_features.h), each against its
-  # scalar reference, and core goldens, under CPU models that lack and have the dot product
-  # (about 1.5 min). qemu-aarch64's default CPU (max, the main run below) reports dotprod and i8mm
-  # (NEON_I8MM: smmla for token pairs; forced to NEON_DOTPROD the A55 class), cortex-a53 neither; qemu-arm's default and -cpu max run vsdot without reporting it (so the main
-  # run is NEON, and FGEMMA_ARM_TARGET forces the dot product), cortex-a15 traps it. The quantized
-  # GGUF goldens (the dot-product matrices, about 40 s) run where that path is new to the binary.
+  # scalar reference, and core goldens, under CPU models that lack and have the dot product.
+  # qemu-aarch64's default CPU (max, the main run below) reports dotprod and i8mm (NEON_I8MM: smmla
+  # for token pairs; forced to NEON_DOTPROD the A55 class), cortex-a53 neither; qemu-arm's default
+  # and -cpu max run vsdot without reporting it (so the main run is NEON, and FGEMMA_ARM_TARGET
+  # forces the dot product), cortex-a15 traps it. The quantized GGUF goldens (the dot-product
+  # matrices, about 40 s) run where that path is new to the binary.
   goldens='*TinyGolden.Logits*:*MiniGolden*'
   extra=()
   case "$arch" in
@@ -73,34 +80,40 @@ for arch in "${archs[@]}"; do
     for t in kernels core; do
       f="$filter"
       [ "$t" = core ] && f="$core:$filter"
-      echo "== $arch: $t tests under ${run[*]} $cpu${forced:+ with FGEMMA_ARM_TARGET=$forced}"
-      start=$SECONDS
-      rc=0
-      # shellcheck disable=SC2086
-      FGEMMA_ARM_TARGET="$forced" timeout 300 "${run[@]}" $cpu "$dir/tests/fgemma_${t}_tests" --gtest_filter="$f" \
-        --gtest_brief=1 || rc=$?
-      if ((rc == 0)); then
-        echo "== $arch: $t passed ($cpu) in $((SECONDS - start)) s"
-      else
-        echo "== $arch: $t FAILED ($cpu, exit $rc) after $((SECONDS - start)) s" >&2
-        failed+=("$arch/$t($cpu)")
-      fi
+      # shellcheck disable=SC2086  # $cpu is "-cpu <model>"
+      queue "$t tests under ${run[*]} $cpu${forced:+ with FGEMMA_ARM_TARGET=$forced}" \
+        env FGEMMA_ARM_TARGET="$forced" "${run[@]}" $cpu "$dir/tests/fgemma_${t}_tests" --gtest_filter="$f" --gtest_brief=1
     done
   done
-  for t in core tokenizer chat kernels util; do
-    echo "== $arch: $t tests"
-    start=$SECONDS
-    # A hang fails the stage in 5 minutes instead of eating CI's budget (each binary takes < 1 min).
-    rc=0
-    timeout 300 "${run[@]}" "$dir/tests/fgemma_${t}_tests" --gtest_filter="$filter" --gtest_brief=1 || rc=$?
+  for shard in 0 1; do
+    queue "core tests (shard $((shard + 1)) of 2)" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$shard \
+      "${run[@]}" "$dir/tests/fgemma_core_tests" --gtest_filter="$filter" --gtest_brief=1
+  done
+  for t in tokenizer chat kernels util; do
+    queue "$t tests" "${run[@]}" "$dir/tests/fgemma_${t}_tests" --gtest_filter="$filter" --gtest_brief=1
+  done
+  logs="$dir/test-logs"
+  rm -rf "$logs"
+  mkdir -p "$logs"
+  for i in "${!job_names[@]}"; do
+    while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+    # A hang fails the stage in 5 minutes instead of eating CI's budget.
+    (start=$SECONDS rc=0
+     eval "timeout 300 ${job_cmds[$i]}" >"$logs/$i.log" 2>&1 || rc=$?
+     echo "$rc $((SECONDS - start))" >"$logs/$i.rc") &
+  done
+  wait
+  for i in "${!job_names[@]}"; do
+    read -r rc secs <"$logs/$i.rc"
+    cat "$logs/$i.log"
     if ((rc == 0)); then
-      echo "== $arch: $t passed in $((SECONDS - start)) s"
+      echo "== $arch: ${job_names[$i]} passed in $secs s"
     elif ((rc == 124)); then
-      echo "== $arch: $t TIMED OUT after $((SECONDS - start)) s (a hang)" >&2
-      failed+=("$arch/$t(timeout)")
+      echo "== $arch: ${job_names[$i]} TIMED OUT after $secs s (a hang)" >&2
+      failed+=("$arch/${job_names[$i]}(timeout)")
     else
-      echo "== $arch: $t FAILED (exit $rc) after $((SECONDS - start)) s" >&2
-      failed+=("$arch/$t")
+      echo "== $arch: ${job_names[$i]} FAILED (exit $rc) after $secs s" >&2
+      failed+=("$arch/${job_names[$i]}")
     fi
   done
 done

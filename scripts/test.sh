@@ -37,9 +37,22 @@ if [ "${FGEMMA_VALGRIND:-0}" = 1 ]; then
   valgrind_skip+=":CapiInjectionTest.EveryTokenInEveryPlaceThroughTheCApi"      # 2 calls a token and place
   valgrind_skip+=":CapiTest.DraftsOnByDefaultChangeNothing"                     # 4 calls
   valgrind_skip+=":CapiTest.ModelOutlivesNothingButIsShared"                    # 4 threads calling
-  valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-    --track-origins=yes build/valgrind/tests/fgemma_capi_tests --gtest_brief=1 \
-    --gtest_filter="${FGEMMA_VALGRIND_FILTER:-*:-$valgrind_skip}"
+  # memcheck runs one thread at a time: two gtest shards use both cores.
+  for shard in 0 1; do
+    GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$shard valgrind --tool=memcheck --error-exitcode=99 \
+      --leak-check=full --errors-for-leak-kinds=definite --track-origins=yes \
+      build/valgrind/tests/fgemma_capi_tests --gtest_brief=1 \
+      --gtest_filter="${FGEMMA_VALGRIND_FILTER:-*:-$valgrind_skip}" >"build/valgrind/memcheck-$shard.log" 2>&1 &
+  done
+  memcheck_rc=0
+  for shard in 0 1; do
+    wait -n || memcheck_rc=$?
+  done
+  cat build/valgrind/memcheck-0.log build/valgrind/memcheck-1.log
+  if ((memcheck_rc != 0)); then
+    echo "valgrind memcheck FAILED (exit $memcheck_rc)" >&2
+    exit 1
+  fi
 fi
 if [ "${FGEMMA_CROSS:-0}" = 1 ]; then
   stage cross

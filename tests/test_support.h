@@ -22,4 +22,19 @@ std::string SynthModelDir(const std::string& config, uint64_t seed, const std::s
 // Runs a shell command, returning its exit code; stdout is captured into *out when non-null.
 int RunCommand(const std::string& command, std::string* out = nullptr);
 
+// True in AddressSanitizer builds, where each call on the mini model costs several times more.
+// Tests that repeat calls to vary the scheduling (not to reach other code) repeat fewer times there
+// (CI's time budget); the release build runs them in full.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 }  // namespace fgemma::test
