@@ -61,9 +61,13 @@ HWY_INLINE void ScoreKeys(const float* q, size_t q_stride, const float* const* k
     for (size_t g = 0; g < kPadded; ++g) sum[g] = g < G ? hn::Add(a0[kk][g], a1[kk][g]) : hn::Zero(d);
     float s[kPadded];
     for (size_t g = 0; g < kPadded; g += 4) StoreSums4(d, sum[g], sum[g + 1], sum[g + 2], sum[g + 3], s + g);
+    // Tail columns through one-lane vectors (as in MixT): the same rounding in every instance.
+    const hn::CappedTag<float, 1> d1;
     for (size_t g = 0; g < G; ++g) {
-      for (size_t t = vec_end; t < hd; ++t) s[g] += q[g * q_stride + t] * keys[kk][t];
-      scores[g * scores_stride + j_out + kk] = s[g];
+      auto sum1 = hn::Set(d1, s[g]);
+      for (size_t t = vec_end; t < hd; ++t)
+        sum1 = hn::MulAdd(hn::LoadU(d1, q + g * q_stride + t), hn::LoadU(d1, keys[kk] + t), sum1);
+      scores[g * scores_stride + j_out + kk] = hn::GetLane(sum1);
     }
   }
 }
@@ -91,12 +95,13 @@ HWY_INLINE void ScoresT(const float* q, size_t q_stride, const KvRun* runs, size
 // Output columns [c0, c0 + kV * N) of every head of the group.
 template <size_t G, size_t kV>
 HWY_INLINE void MixColumns(const float* p, size_t p_stride, const KvRun* runs, size_t num_runs, size_t kv_stride,
-                           size_t c0, float* out, size_t out_stride) {
+                           size_t c0, float* out, size_t out_stride, bool accumulate) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
   hn::Vec<decltype(d)> acc[G][kV];
   for (size_t g = 0; g < G; ++g)
-    for (size_t v = 0; v < kV; ++v) acc[g][v] = hn::Zero(d);
+    for (size_t v = 0; v < kV; ++v)
+      acc[g][v] = accumulate ? hn::LoadU(d, out + g * out_stride + c0 + v * N) : hn::Zero(d);
   size_t j_in = 0;
   for (size_t r = 0; r < num_runs; ++r) {
     for (size_t j = 0; j < runs[r].count; ++j, ++j_in) {
@@ -115,21 +120,26 @@ HWY_INLINE void MixColumns(const float* p, size_t p_stride, const KvRun* runs, s
 
 template <size_t G>
 HWY_INLINE void MixT(const float* p, size_t p_stride, const KvRun* runs, size_t num_runs, size_t kv_stride, size_t hd,
-                     float* out, size_t out_stride) {
+                     float* out, size_t out_stride, bool accumulate) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
   constexpr size_t kV = G <= 4 ? 4 : 2;  // G * kV accumulators stay within 16 registers
   size_t c = 0;
-  for (; c + kV * N <= hd; c += kV * N) MixColumns<G, kV>(p, p_stride, runs, num_runs, kv_stride, c, out, out_stride);
-  for (; c + N <= hd; c += N) MixColumns<G, 1>(p, p_stride, runs, num_runs, kv_stride, c, out, out_stride);
+  for (; c + kV * N <= hd; c += kV * N) MixColumns<G, kV>(p, p_stride, runs, num_runs, kv_stride, c, out, out_stride, accumulate);
+  for (; c + N <= hd; c += N) MixColumns<G, 1>(p, p_stride, runs, num_runs, kv_stride, c, out, out_stride, accumulate);
   if (c == hd) return;
-  for (size_t g = 0; g < G; ++g) {  // scalar tail columns
+  // Tail columns through one-lane vectors: a plain loop would be vectorized over the keys by the
+  // compiler (multiplies unfused, for long enough runs only), so a column's bits would depend on
+  // how its keys are split into runs; MulAdd rounds the same way for every key.
+  const hn::CappedTag<float, 1> d1;
+  for (size_t g = 0; g < G; ++g) {
     for (size_t t = c; t < hd; ++t) {
-      float s = 0;
+      auto s = accumulate ? hn::LoadU(d1, out + g * out_stride + t) : hn::Zero(d1);
       size_t j_in = 0;
       for (size_t r = 0; r < num_runs; ++r)
-        for (size_t j = 0; j < runs[r].count; ++j, ++j_in) s += p[g * p_stride + j_in] * runs[r].rows[j * kv_stride + t];
-      out[g * out_stride + t] = s;
+        for (size_t j = 0; j < runs[r].count; ++j, ++j_in)
+          s = hn::MulAdd(hn::Set(d1, p[g * p_stride + j_in]), hn::LoadU(d1, runs[r].rows + j * kv_stride + t), s);
+      hn::StoreU(s, d1, out + g * out_stride + t);
     }
   }
 }
@@ -159,8 +169,10 @@ void AttentionScoresImpl(const float* q, size_t q_stride, size_t groups, const K
 }
 
 void AttentionMixImpl(const float* p, size_t p_stride, size_t groups, const KvRun* runs, size_t num_runs,
-                      size_t kv_stride, size_t hd, float* out, size_t out_stride) {
-  WithGroupSize(groups, [&](auto g) { MixT<decltype(g)::value>(p, p_stride, runs, num_runs, kv_stride, hd, out, out_stride); });
+                      size_t kv_stride, size_t hd, float* out, size_t out_stride, bool accumulate) {
+  WithGroupSize(groups, [&](auto g) {
+    MixT<decltype(g)::value>(p, p_stride, runs, num_runs, kv_stride, hd, out, out_stride, accumulate);
+  });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -179,8 +191,9 @@ void AttentionScores(const float* q, size_t q_stride, size_t groups, const KvRun
 }
 
 void AttentionMix(const float* p, size_t p_stride, size_t groups, const KvRun* runs, size_t num_runs,
-                  size_t kv_stride, size_t head_dim, float* out, size_t out_stride) {
-  HWY_DYNAMIC_DISPATCH(AttentionMixImpl)(p, p_stride, groups, runs, num_runs, kv_stride, head_dim, out, out_stride);
+                  size_t kv_stride, size_t head_dim, float* out, size_t out_stride, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(AttentionMixImpl)(p, p_stride, groups, runs, num_runs, kv_stride, head_dim, out, out_stride,
+                                         accumulate);
 }
 
 void AttentionScoresReference(const float* q, size_t q_stride, size_t groups, const KvRun* runs, size_t num_runs,
@@ -198,10 +211,10 @@ void AttentionScoresReference(const float* q, size_t q_stride, size_t groups, co
 }
 
 void AttentionMixReference(const float* p, size_t p_stride, size_t groups, const KvRun* runs, size_t num_runs,
-                           size_t kv_stride, size_t head_dim, float* out, size_t out_stride) {
+                           size_t kv_stride, size_t head_dim, float* out, size_t out_stride, bool accumulate) {
   for (size_t g = 0; g < groups; ++g) {
     for (size_t t = 0; t < head_dim; ++t) {
-      double s = 0;
+      double s = accumulate ? out[g * out_stride + t] : 0.0;
       size_t j_in = 0;
       for (size_t r = 0; r < num_runs; ++r)
         for (size_t j = 0; j < runs[r].count; ++j, ++j_in)

@@ -25,7 +25,11 @@ ForwardBuffers ForwardBuffers::Create(const Model& model, size_t max_batch, size
   // A query sees at most `context` keys on a global layer (window + batch on a sliding one).
   b.scores_stride = std::max(context, W + B);
   const size_t group = static_cast<size_t>(c.num_heads / c.num_kv_heads);
-  b.scores = FloatBuffer(static_cast<size_t>(std::max(1, threads)) * group * b.scores_stride);
+  // Rows of one sequence attend together, up to kMaxAttentionRows, as many as fit 1 MiB of scores
+  // per thread (fewer at long contexts; at least one).
+  constexpr size_t kScoresBudget = size_t{1} << 18;
+  b.attention_rows = std::clamp<size_t>(kScoresBudget / (group * b.scores_stride), 1, std::min(kMaxAttentionRows, B));
+  b.scores = FloatBuffer(static_cast<size_t>(std::max(1, threads)) * b.attention_rows * group * b.scores_stride);
 
   size_t packed = 0;
   for (int l = 0; l < c.num_layers; ++l) {

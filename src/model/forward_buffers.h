@@ -11,8 +11,11 @@
 
 namespace fgemma {
 
+// The most rows of one sequence an attention task takes (their keys and values read once for all).
+inline constexpr size_t kMaxAttentionRows = 16;
+
 // B = max_batch, H = hidden, Q = heads * head_dim, KV = kv_heads * head_dim, I = intermediate,
-// G = query heads per KV head, S = scores_stride.
+// G = query heads per KV head, S = scores_stride, A = attention_rows.
 struct ForwardBuffers {
   // `context` bounds the keys a query sees; `threads` is the pool's thread count (one scores
   // block per thread); `lora_rank` is LoraAdapter::max_layer_rank() (0 without an adapter).
@@ -27,10 +30,11 @@ struct ForwardBuffers {
   FloatBuffer proj;     // [B, H]   o_proj / down_proj output
   FloatBuffer gate;     // [B, I]   gate_proj output, then gelu_tanh(gate) * up
   FloatBuffer up;       // [B, I]   up_proj output
-  FloatBuffer scores;   // [threads, G, S]  attention probabilities, one block per thread
+  FloatBuffer scores;   // [threads, A, G, S]  attention probabilities, one block per thread
   FloatBuffer lora_u;   // [B, R]   a LoRA adapter's A x for the projections of one input (R =
                         //          its max_layer_rank; empty without an adapter)
   size_t scores_stride = 0;     // S: the most keys a query sees (context, or window + B)
+  size_t attention_rows = 1;    // A: the most rows of one sequence an attention task takes
   std::vector<uint8_t> packed;  // [B, packed row] a matrix input packed for integer kernels, sized
                                 //   for the widest projection input (empty for float weights)
 };

@@ -43,6 +43,7 @@ Result<std::unique_ptr<Gemma3Forward>> Gemma3Forward::Create(const Model& model,
   f->rope_ = RopeTables(c, f->max_batch_);
   f->row_segment_.resize(f->max_batch_);
   f->segment_first_row_.resize(f->max_batch_);
+  f->row_blocks_.resize(f->max_batch_);
   return f;
 }
 
@@ -160,33 +161,143 @@ void Gemma3Forward::AttentionBlock(int l, size_t n, ThreadPool& pool) {
 }
 
 void Gemma3Forward::Attention(int layer, size_t n, ThreadPool& pool) {
-  const size_t Q = static_cast<size_t>(cfg_.q_dim()), KV = static_cast<size_t>(cfg_.kv_dim()),
-               hd = static_cast<size_t>(cfg_.head_dim), kv_heads = static_cast<size_t>(cfg_.num_kv_heads),
-               group = static_cast<size_t>(cfg_.num_heads) / kv_heads;
-  const float softcap = cfg_.attn_logit_softcap;
-  const size_t S = buf_.scores_stride;
-  const AttentionSplit split = SplitAttention(n, kv_heads, group, pool.num_threads());
-  const size_t heads_per_task = split.heads_per_task, tasks_per_kv = split.tasks_per_kv;
-
-  pool.Run(n * kv_heads * tasks_per_kv, [&](size_t task, int thread) {
-    const size_t t = task / (kv_heads * tasks_per_kv), rest = task % (kv_heads * tasks_per_kv);
-    const size_t kvh = rest / tasks_per_kv, h0 = kvh * group + (rest % tasks_per_kv) * heads_per_task;
-    const uint32_t s = row_segment_[t];
-    const ForwardSegment& seg = segments_[s];
-    const size_t row0 = segment_first_row_[s];
-    const KvCache::Visible kv = seg.cache->VisibleTo(layer, seg.start + (t - row0), seg.start, buf_.k.data() + row0 * KV,
-                                                     buf_.v.data() + row0 * KV, kvh);
-    const float* q = buf_.q.data() + t * Q + h0 * hd;
-    float* scores = buf_.scores.data() + static_cast<size_t>(thread) * group * S;
-    AttentionScores(q, hd, heads_per_task, kv.keys, kv.runs, KV, hd, scores, S);
-    for (size_t g = 0; g < heads_per_task; ++g) {
-      float* sg = scores + g * S;
-      if (softcap > 0) {
-        for (size_t j = 0; j < kv.count; ++j) sg[j] = softcap * std::tanh(sg[j] / softcap);
-      }
-      Softmax(sg, kv.count);
+  const size_t kv_heads = static_cast<size_t>(cfg_.num_kv_heads), group = static_cast<size_t>(cfg_.num_heads) / kv_heads;
+  const size_t hd = static_cast<size_t>(cfg_.head_dim), max_rows = buf_.attention_rows, S = buf_.scores_stride;
+  // Tasks take blocks of rows of one segment (a draft's or a chunk's positions), split evenly: the
+  // rows of a block read their segment's keys and values together, one key block at a time, so
+  // each block comes from memory once for all of them instead of once per row. A pass of few
+  // segments is cut into at least a block per thread where it has the rows.
+  const size_t threads = static_cast<size_t>(pool.num_threads());
+  const size_t want_blocks = (threads + kv_heads - 1) / kv_heads;
+  size_t blocks = 0;
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    const size_t len = segments_[s].tokens.size();
+    const size_t parts = std::min(len, std::max((len + max_rows - 1) / max_rows, (len * want_blocks + n - 1) / n));
+    for (size_t i = 0, row = segment_first_row_[s]; i < parts; ++i) {
+      const size_t count = len * (i + 1) / parts - len * i / parts;
+      row_blocks_[blocks++] = {static_cast<uint32_t>(row), static_cast<uint32_t>(count)};
+      row += count;
     }
-    AttentionMix(scores, S, heads_per_task, kv.values, kv.runs, KV, hd, buf_.attn.data() + t * Q + h0 * hd, hd);
+  }
+  const size_t jobs = blocks * kv_heads;  // (row block, kv head) pairs
+  if (jobs >= threads || group > kMaxAttentionGroup) {
+    // Enough pairs for the pool (or a group too wide for the kernels): one task per pair, or per
+    // part of its group of heads while that leaves threads idle.
+    const AttentionSplit split = SplitAttention(blocks, kv_heads, group, pool.num_threads());
+    const size_t heads = split.heads_per_task, tasks_per_kv = split.tasks_per_kv;
+    pool.Run(jobs * tasks_per_kv, [&](size_t task, int thread) {
+      const size_t job = task / tasks_per_kv, h0 = (job % kv_heads) * group + (task % tasks_per_kv) * heads;
+      const AttentionRows rows = RowsOf(layer, job);
+      float* scores = buf_.scores.data() + static_cast<size_t>(thread) * max_rows * group * S;
+      ScoreRows(rows, h0, heads, rows.lo, rows.end, scores);
+      for (size_t i = 0; i < rows.count; ++i)
+        for (size_t g = 0; g < heads; ++g) SoftmaxRow(rows, i, scores + (i * group + g) * S);
+      MixRows(rows, h0, heads, 0, hd, scores);
+    });
+    return;
+  }
+  // Fewer pairs than threads (decode): each pair's keys are split between `parts` tasks for the
+  // scores, its (row, head) softmaxes likewise, and its output columns for the mix, so every key and
+  // value is read once by one thread, with the whole group of heads (one read for all of them).
+  // A score depends only on its key and a column's sum only on its column, whatever the split.
+  // Pair `job` keeps its scores in thread block `job` for the three steps.
+  const size_t parts = (threads + jobs - 1) / jobs;
+  // Column cuts fall on multiples of 16 floats, the widest vector of any target (AVX-512), so a
+  // column is in a vector or in the scalar tail alike in a slice and in the whole head.
+  constexpr size_t kColumnUnit = 16;
+  size_t column_parts = parts;
+  while (column_parts > 1 && hd % (kColumnUnit * column_parts) != 0) --column_parts;
+  auto scores_of = [&](size_t job) { return buf_.scores.data() + job * max_rows * group * S; };
+  pool.Run(jobs * parts, [&](size_t task, int) {
+    const size_t job = task / parts, part = task % parts;
+    const AttentionRows rows = RowsOf(layer, job);
+    const size_t span = rows.end - rows.lo;
+    ScoreRows(rows, (job % kv_heads) * group, group, rows.lo + span * part / parts, rows.lo + span * (part + 1) / parts,
+              scores_of(job));
+  });
+  pool.Run(jobs * max_rows * group, [&](size_t task, int) {
+    const size_t job = task / (max_rows * group), i = task % (max_rows * group) / group, g = task % group;
+    const AttentionRows rows = RowsOf(layer, job);
+    if (i < rows.count) SoftmaxRow(rows, i, scores_of(job) + (i * group + g) * S);
+  });
+  pool.Run(jobs * column_parts, [&](size_t task, int) {
+    const size_t job = task / column_parts, part = task % column_parts;
+    const AttentionRows rows = RowsOf(layer, job);
+    MixRows(rows, (job % kv_heads) * group, group, hd * part / column_parts, hd / column_parts, scores_of(job));
+  });
+}
+
+Gemma3Forward::AttentionRows Gemma3Forward::RowsOf(int layer, size_t job) const {
+  const size_t kv_heads = static_cast<size_t>(cfg_.num_kv_heads), KV = static_cast<size_t>(cfg_.kv_dim());
+  const RowBlock rb = row_blocks_[job / kv_heads];
+  const uint32_t s = row_segment_[rb.first];
+  const ForwardSegment& seg = segments_[s];
+  const size_t row0 = segment_first_row_[s];
+  AttentionRows rows;
+  rows.first_row = rb.first;
+  rows.count = rb.count;
+  for (size_t i = 0; i < rows.count; ++i) {
+    rows.pos[i] = seg.start + (rb.first + i - row0);
+    rows.vis[i] = seg.cache->VisibleTo(layer, rows.pos[i], seg.start, buf_.k.data() + row0 * KV,
+                                       buf_.v.data() + row0 * KV, job % kv_heads);
+  }
+  rows.lo = rows.first(0);
+  rows.end = rows.pos[rows.count - 1] + 1;
+  return rows;
+}
+
+template <typename Fn>
+void Gemma3Forward::ForEachKeyPart(const AttentionRows& rows, bool values, size_t from, size_t to, Fn&& fn) const {
+  // Key blocks of positions [b, b + step): a block stays in cache while every row reads it. One
+  // row reads its keys in one go.
+  constexpr size_t kKeyBlock = 64;
+  const size_t KV = static_cast<size_t>(cfg_.kv_dim()), step = rows.count == 1 ? to - from : kKeyBlock;
+  for (size_t b = from; b < to; b += step) {
+    for (size_t i = 0; i < rows.count; ++i) {
+      const size_t lo = std::max(b, rows.first(i)), hi = std::min({b + step, to, rows.pos[i] + 1});
+      if (lo >= hi) continue;
+      const KvCache::Visible& vis = rows.vis[i];
+      KvRun part[3];
+      const size_t n = SliceKvRuns(values ? vis.values : vis.keys, vis.runs, KV, lo - rows.first(i), hi - lo, part);
+      fn(i, lo - rows.first(i), part, n);
+    }
+  }
+}
+
+void Gemma3Forward::ScoreRows(const AttentionRows& rows, size_t h0, size_t heads, size_t from, size_t to,
+                              float* scores) const {
+  // scores[i, g, j] = q_i,g . k_j for the keys j of positions [from, to) each row sees.
+  const size_t Q = static_cast<size_t>(cfg_.q_dim()), KV = static_cast<size_t>(cfg_.kv_dim()),
+               hd = static_cast<size_t>(cfg_.head_dim), group = static_cast<size_t>(cfg_.num_heads / cfg_.num_kv_heads),
+               S = buf_.scores_stride;
+  ForEachKeyPart(rows, false, from, to, [&](size_t i, size_t j0, const KvRun* part, size_t n) {
+    const float* q = buf_.q.data() + (rows.first_row + i) * Q + h0 * hd;
+    AttentionScores(q, hd, heads, part, n, KV, hd, scores + i * group * S + j0, S);
+  });
+}
+
+void Gemma3Forward::SoftmaxRow(const AttentionRows& rows, size_t i, float* scores) const {
+  // p = softmax(softcap(scores)) over the row's keys.
+  const float softcap = cfg_.attn_logit_softcap;
+  const size_t count = rows.vis[i].count;
+  if (softcap > 0) {
+    for (size_t j = 0; j < count; ++j) scores[j] = softcap * std::tanh(scores[j] / softcap);
+  }
+  Softmax(scores, count);
+}
+
+void Gemma3Forward::MixRows(const AttentionRows& rows, size_t h0, size_t heads, size_t col0, size_t cols,
+                            const float* p) {
+  // attn[i, h0 + g, col0 : col0 + cols] = sum_j p[i, g, j] v_j, each sum continued block after
+  // block (the bits of one sum).
+  const size_t Q = static_cast<size_t>(cfg_.q_dim()), KV = static_cast<size_t>(cfg_.kv_dim()),
+               hd = static_cast<size_t>(cfg_.head_dim), group = static_cast<size_t>(cfg_.num_heads / cfg_.num_kv_heads),
+               S = buf_.scores_stride;
+  ForEachKeyPart(rows, true, rows.lo, rows.end, [&](size_t i, size_t j0, const KvRun* part, size_t n) {
+    KvRun columns[3];
+    for (size_t r = 0; r < n; ++r) columns[r] = {part[r].rows + col0, part[r].count};
+    float* out = buf_.attn.data() + (rows.first_row + i) * Q + h0 * hd + col0;
+    AttentionMix(p + i * group * S + j0, S, heads, columns, n, KV, cols, out, hd, j0 > 0);
   });
 }
 

@@ -69,6 +69,20 @@ class Gemma3Forward {
   void Embed();
   void AttentionBlock(int layer, size_t n, ThreadPool& pool);
   void Attention(int layer, size_t n, ThreadPool& pool);
+  // The rows of one attention job (a row block of one segment, one KV head): row i is at position
+  // pos[i] and sees positions [first(i), pos[i]] through vis[i]; together [lo, end).
+  struct AttentionRows {
+    size_t first_row = 0, count = 0, lo = 0, end = 0;
+    size_t pos[kMaxAttentionRows];
+    KvCache::Visible vis[kMaxAttentionRows];
+    size_t first(size_t i) const { return pos[i] + 1 - vis[i].count; }
+  };
+  AttentionRows RowsOf(int layer, size_t job) const;
+  template <typename Fn>
+  void ForEachKeyPart(const AttentionRows& rows, bool values, size_t from, size_t to, Fn&& fn) const;
+  void ScoreRows(const AttentionRows& rows, size_t h0, size_t heads, size_t from, size_t to, float* scores) const;
+  void SoftmaxRow(const AttentionRows& rows, size_t i, float* scores) const;
+  void MixRows(const AttentionRows& rows, size_t h0, size_t heads, size_t col0, size_t cols, const float* p);
   void MlpBlock(int layer, size_t n, ThreadPool& pool);
   void FinalNorm(size_t n);
   // Projection `index` of layer l's adapter, or null without one.
@@ -86,6 +100,11 @@ class Gemma3Forward {
   std::span<const ForwardSegment> segments_;
   std::vector<uint32_t> row_segment_;
   std::vector<uint32_t> segment_first_row_;
+  // Attention's tasks by rows: consecutive rows of one segment ([max_batch], made at Create).
+  struct RowBlock {
+    uint32_t first, count;
+  };
+  std::vector<RowBlock> row_blocks_;
   std::shared_ptr<const LoraAdapter> lora_;
 };
 

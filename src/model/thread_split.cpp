@@ -58,12 +58,12 @@ void MatMulParallel(std::initializer_list<Projection> projections, const float* 
   });
 }
 
-AttentionSplit SplitAttention(size_t n, size_t kv_heads, size_t group, int num_threads) {
+AttentionSplit SplitAttention(size_t blocks, size_t kv_heads, size_t group, int num_threads) {
   // The whole group per task (each key and value row read once for all of its heads) unless that
   // leaves threads idle (decode): then halve it while the group divides evenly.
   const size_t threads = static_cast<size_t>(num_threads);
   size_t split = 1;
-  while (split < group && n * kv_heads * split < threads && group % (split * 2) == 0) split *= 2;
+  while (split < group && blocks * kv_heads * split < threads && group % (split * 2) == 0) split *= 2;
   size_t heads_per_task = group / split;  // the largest divisor of the group that the kernel takes
   while (heads_per_task > kMaxAttentionGroup || group % heads_per_task != 0) --heads_per_task;
   return {heads_per_task, group / heads_per_task};

@@ -50,12 +50,12 @@ void MatMulParallel(std::initializer_list<Projection> projections, const float* 
 // Rows per task of a matrix product with `total_rows` output rows (all its weights together).
 size_t MatMulRowBlock(size_t total_rows, int threads);
 
-// Attention tasks: one position and a run of `heads_per_task` query heads sharing a KV head, so
-// there are `tasks_per_kv` tasks per position and KV head.
+// Attention tasks: one block of rows (positions of one sequence) and a run of `heads_per_task`
+// query heads sharing a KV head, so there are `tasks_per_kv` tasks per row block and KV head.
 struct AttentionSplit {
   size_t heads_per_task;
   size_t tasks_per_kv;
 };
-AttentionSplit SplitAttention(size_t n, size_t kv_heads, size_t group, int threads);
+AttentionSplit SplitAttention(size_t blocks, size_t kv_heads, size_t group, int threads);
 
 }  // namespace fgemma

@@ -2,7 +2,9 @@
 // serving shares between requests) gives every row the bits it gets when its sequence runs alone,
 // one token at a time: on float, bf16, q8_0 and q4_0 weights, with 1 and 2 threads, through the
 // sliding layers' ring wrapping, with segments of mixed lengths (prefill chunks beside single
-// decode tokens) joining and leaving between passes.
+// decode tokens) joining and leaving between passes. One sequence is longer than attention's key
+// blocks (64 positions), so rows attending together read their keys block by block; with 3
+// threads a lone decode row splits its keys and columns between three tasks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,7 +23,7 @@
 namespace fgemma {
 namespace {
 
-constexpr size_t kContext = 64;
+constexpr size_t kContext = 128;
 
 struct Case {
   const char* model;
@@ -45,11 +47,12 @@ TEST_P(BatchedForward, EveryRowEqualsItsSequenceAlone) {
   const size_t H = static_cast<size_t>(c.hidden);
   ThreadPool pool(GetParam().threads);
 
-  // Three sequences longer than the sliding window (the ring wraps), of different lengths.
+  // Three sequences longer than the sliding window (the ring wraps), of different lengths, one
+  // longer than a key block.
   std::mt19937 rng(7);
   std::uniform_int_distribution<int32_t> token(3, c.vocab_size - 1);
   std::vector<std::vector<int32_t>> seqs(3);
-  const size_t lengths[3] = {41, 23, 34};
+  const size_t lengths[3] = {41, 23, 90};
   for (size_t s = 0; s < 3; ++s)
     for (size_t i = 0; i < lengths[s]; ++i) seqs[s].push_back(token(rng));
 
@@ -106,6 +109,7 @@ TEST_P(BatchedForward, EveryRowEqualsItsSequenceAlone) {
 INSTANTIATE_TEST_SUITE_P(Models, BatchedForward,
                          ::testing::Values(Case{"tiny-gqa-f32", 1}, Case{"tiny-gqa-f32", 2}, Case{"mini-bf16", 2},
                                            Case{"mini-q8_0.gguf", 1}, Case{"mini-q8_0.gguf", 2},
+                                           Case{"mini-q8_0.gguf", 3},
                                            Case{"mini-q4_0.gguf", 2}, Case{"tiny-gqa-f32", 2, "tiny-gqa-lora-s11"},
                                            Case{"mini-bf16", 1, "mini-lora-s14"}, Case{"mini-q8_0.gguf", 2, "mini-lora-s14"}),
                          [](const auto& info) {

@@ -4,6 +4,7 @@
 // (n + 8) * 2^-24 * sum |terms| for each output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -101,23 +102,77 @@ TEST_P(AttentionKernelTest, ScoresAndMixMatchTheReference) {
 TEST_P(AttentionKernelTest, ScoresDoNotDependOnRunSplits) {
   std::mt19937 rng(5);
   for (size_t groups : {1, 3, 4, 8}) {
-    const size_t hd = 256, total = 23;
-    const std::vector<float> k = RandomNormal(total * hd, rng), q = RandomNormal(groups * hd, rng);
-    std::vector<float> whole(groups * total);
-    const KvRun one{k.data(), total};
-    AttentionScores(q.data(), hd, groups, &one, 1, hd, hd, whole.data(), total);
-    for (const std::vector<size_t>& split : std::vector<std::vector<size_t>>{{1, 22}, {2, 1, 20}, {11, 11, 1}, {22, 1}}) {
-      std::vector<KvRun> runs;
-      size_t at = 0;
-      for (size_t len : split) {
-        runs.push_back({k.data() + at * hd, len});
-        at += len;
+    for (size_t hd : {256, 100}) {
+      const size_t total = 23;
+      const std::vector<float> k = RandomNormal(total * hd, rng), q = RandomNormal(groups * hd, rng);
+      std::vector<float> whole(groups * total);
+      const KvRun one{k.data(), total};
+      AttentionScores(q.data(), hd, groups, &one, 1, hd, hd, whole.data(), total);
+      for (const std::vector<size_t>& split : std::vector<std::vector<size_t>>{{1, 22}, {2, 1, 20}, {11, 11, 1}, {22, 1}}) {
+        std::vector<KvRun> runs;
+        size_t at = 0;
+        for (size_t len : split) {
+          runs.push_back({k.data() + at * hd, len});
+          at += len;
+        }
+        std::vector<float> got(groups * total);
+        AttentionScores(q.data(), hd, groups, runs.data(), runs.size(), hd, hd, got.data(), total);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(got[i], whole[i]) << "groups " << groups << " hd " << hd << " index " << i;
       }
-      std::vector<float> got(groups * total);
-      AttentionScores(q.data(), hd, groups, runs.data(), runs.size(), hd, hd, got.data(), total);
-      for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], whole[i]) << "groups " << groups << " index " << i;
     }
   }
+}
+
+// The forward pass mixes a row's values key block by key block (accumulate) and, for a lone row,
+// in column slices on several threads: both must give the bits of one call over all keys.
+TEST_P(AttentionKernelTest, MixInKeyBlocksAndColumnSlicesEqualsOneCall) {
+  std::mt19937 rng(9);
+  for (size_t groups : {1, 2, 4, 8}) {
+    for (size_t hd : {32, 100, 256}) {
+      const size_t total = 150, kv_stride = hd + 5;
+      const std::vector<float> v = RandomNormal(total * kv_stride + 1, rng), p = RandomNormal(groups * total, rng);
+      // Two runs, as a ring that wraps.
+      const KvRun runs[2] = {{v.data() + 1 + 90 * kv_stride, 60}, {v.data() + 1, 90}};
+      std::vector<float> whole(groups * hd);
+      AttentionMix(p.data(), total, groups, runs, 2, kv_stride, hd, whole.data(), hd);
+      for (size_t block : {1, 7, 64}) {
+        std::vector<float> got(groups * hd, -7.0f);
+        for (size_t j0 = 0; j0 < total; j0 += block) {
+          KvRun part[2];
+          const size_t n = SliceKvRuns(runs, 2, kv_stride, j0, std::min(block, total - j0), part);
+          AttentionMix(p.data() + j0, total, groups, part, n, kv_stride, hd, got.data(), hd, j0 > 0);
+        }
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(got[i], whole[i]) << "groups " << groups << " hd " << hd << " block " << block << " index " << i;
+      }
+      for (size_t width : {16, 32}) {
+        if (hd % width != 0) continue;
+        std::vector<float> got(groups * hd, -7.0f);
+        for (size_t c0 = 0; c0 < hd; c0 += width) {
+          const KvRun cols[2] = {{runs[0].rows + c0, runs[0].count}, {runs[1].rows + c0, runs[1].count}};
+          AttentionMix(p.data(), total, groups, cols, 2, kv_stride, width, got.data() + c0, hd);
+        }
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(got[i], whole[i]) << "groups " << groups << " hd " << hd << " width " << width << " index " << i;
+      }
+    }
+  }
+}
+
+TEST(SliceKvRuns, CutsAcrossRunBoundaries) {
+  std::vector<float> pool(100);
+  const KvRun runs[3] = {{pool.data() + 50, 3}, {pool.data(), 0}, {pool.data() + 10, 4}};
+  KvRun out[3];
+  ASSERT_EQ(SliceKvRuns(runs, 3, 2, 2, 3, out), 2u);  // the last key of run 0, two of run 2
+  EXPECT_EQ(out[0].rows, pool.data() + 54);
+  EXPECT_EQ(out[0].count, 1u);
+  EXPECT_EQ(out[1].rows, pool.data() + 10);
+  EXPECT_EQ(out[1].count, 2u);
+  ASSERT_EQ(SliceKvRuns(runs, 3, 2, 5, 2, out), 1u);
+  EXPECT_EQ(out[0].rows, pool.data() + 14);
+  EXPECT_EQ(out[0].count, 2u);
+  EXPECT_EQ(SliceKvRuns(runs, 3, 2, 0, 0, out), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, AttentionKernelTest, ::testing::ValuesIn(KernelTargets()),
