@@ -15,6 +15,29 @@ void RmsNormReference(const float* x, const float* scale, float eps, size_t n, f
   for (size_t i = 0; i < n; ++i) out[i] = (x[i] * inv) * scale[i];
 }
 
+void RmsNormRowsReference(const float* x, size_t x_stride, const float* scale, float eps, size_t n, size_t rows,
+                          float* out, size_t out_stride) {
+  // RmsNormReference's operations for each row, four rows' sums interleaved.
+  constexpr size_t kLanes = 4;
+  size_t r = 0;
+  for (; r + kLanes <= rows; r += kLanes) {
+    double ss[kLanes] = {};
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t k = 0; k < kLanes; ++k) {
+        const float v = x[(r + k) * x_stride + i];
+        ss[k] += static_cast<double>(v) * v;
+      }
+    }
+    for (size_t k = 0; k < kLanes; ++k) {
+      const float inv = 1.0f / std::sqrt(static_cast<float>(ss[k] / static_cast<double>(n)) + eps);
+      const float* xr = x + (r + k) * x_stride;
+      float* o = out + (r + k) * out_stride;
+      for (size_t i = 0; i < n; ++i) o[i] = (xr[i] * inv) * scale[i];
+    }
+  }
+  for (; r < rows; ++r) RmsNormReference(x + r * x_stride, scale, eps, n, out + r * out_stride);
+}
+
 void GeluTanhMulReference(float* gate, const float* up, size_t n) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   for (size_t i = 0; i < n; ++i) {

@@ -17,6 +17,13 @@ namespace fgemma {
 // In place is allowed (out == x).
 void RmsNorm(const float* x, const float* scale, float eps, size_t n, float* out);
 void RmsNormReference(const float* x, const float* scale, float eps, size_t n, float* out);
+// RmsNorm of `rows` rows (x + r * x_stride into out + r * out_stride; in place allowed), each with
+// the bits RmsNorm gives it alone. The scalar reference sums rows four at a time: its double sums
+// are one dependent chain per row, and four chains overlap where one waits on each add.
+void RmsNormRows(const float* x, size_t x_stride, const float* scale, float eps, size_t n, size_t rows, float* out,
+                 size_t out_stride);
+void RmsNormRowsReference(const float* x, size_t x_stride, const float* scale, float eps, size_t n, size_t rows,
+                          float* out, size_t out_stride);
 
 // gate[i] = gelu_tanh(gate[i]) * up[i], scalar reference of vec.h's GeluTanhMul.
 void GeluTanhMulReference(float* gate, const float* up, size_t n);

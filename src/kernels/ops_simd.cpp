@@ -137,10 +137,19 @@ void SoftmaxImpl(float* x, size_t n) {
   for (; i < n; ++i) x[i] *= hn::GetLane(vinv);
 }
 
+void RmsNormRowsImpl(const float* x, size_t x_stride, const float* scale, float eps, size_t n, size_t rows,
+                     float* out, size_t out_stride) {
+  for (size_t r = 0; r < rows; ++r) RmsNormImpl(x + r * x_stride, scale, eps, n, out + r * out_stride);
+}
+
 #else  // not Arm: the scalar references (ops.h)
 
 void RmsNormImpl(const float* x, const float* scale, float eps, size_t n, float* out) {
   RmsNormReference(x, scale, eps, n, out);
+}
+void RmsNormRowsImpl(const float* x, size_t x_stride, const float* scale, float eps, size_t n, size_t rows,
+                     float* out, size_t out_stride) {
+  RmsNormRowsReference(x, x_stride, scale, eps, n, rows, out, out_stride);
 }
 void ApplyRopeImpl(float* x, const float* cos, const float* sin, size_t dim) { ApplyRopeReference(x, cos, sin, dim); }
 void AddInPlaceImpl(float* y, const float* x, size_t n) { AddInPlaceReference(y, x, n); }
@@ -155,12 +164,17 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace fgemma {
 HWY_EXPORT(RmsNormImpl);
+HWY_EXPORT(RmsNormRowsImpl);
 HWY_EXPORT(ApplyRopeImpl);
 HWY_EXPORT(AddInPlaceImpl);
 HWY_EXPORT(SoftmaxImpl);
 
 void RmsNorm(const float* x, const float* scale, float eps, size_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(RmsNormImpl)(x, scale, eps, n, out);
+}
+void RmsNormRows(const float* x, size_t x_stride, const float* scale, float eps, size_t n, size_t rows, float* out,
+                 size_t out_stride) {
+  HWY_DYNAMIC_DISPATCH(RmsNormRowsImpl)(x, x_stride, scale, eps, n, rows, out, out_stride);
 }
 void ApplyRope(float* x, const float* cos, const float* sin, size_t dim) {
   HWY_DYNAMIC_DISPATCH(ApplyRopeImpl)(x, cos, sin, dim);

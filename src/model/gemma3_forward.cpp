@@ -108,7 +108,7 @@ void Gemma3Forward::AttentionBlock(int l, size_t n, ThreadPool& pool) {
 
   // Block input: xn = input_norm(x).
   ForTokens(pool, n, [&](size_t t0, size_t t1) {
-    for (size_t t = t0; t < t1; ++t) RmsNorm(x + t * H, L.input_norm.data(), eps, H, xn + t * H);
+    RmsNormRows(x + t0 * H, H, L.input_norm.data(), eps, H, t1 - t0, xn + t0 * H, H);
   });
   // Projections: q[n, Q], k[n, KV], v[n, KV].
   MatMulParallel({{&L.q_proj, q, Q}, {&L.k_proj, k, KV}, {&L.v_proj, v, KV}}, xn, n, H, buf_.packed.data(), pool);
@@ -119,17 +119,14 @@ void Gemma3Forward::AttentionBlock(int l, size_t n, ThreadPool& pool) {
     for (size_t t = t0; t < t1; ++t) {
       const float* cs = rope_.cos(L.kind, t);
       const float* sn = rope_.sin(L.kind, t);
+      RmsNormRows(q + t * Q, hd, L.q_norm.data(), eps, hd, heads, q + t * Q, hd);
       for (size_t h = 0; h < heads; ++h) {
         float* qh = q + t * Q + h * hd;
-        RmsNorm(qh, L.q_norm.data(), eps, hd, qh);
         ApplyRope(qh, cs, sn, hd);
         Scale(qh, q_scale, hd);
       }
-      for (size_t h = 0; h < kv_heads; ++h) {
-        float* kh = k + t * KV + h * hd;
-        RmsNorm(kh, L.k_norm.data(), eps, hd, kh);
-        ApplyRope(kh, cs, sn, hd);
-      }
+      RmsNormRows(k + t * KV, hd, L.k_norm.data(), eps, hd, kv_heads, k + t * KV, hd);
+      for (size_t h = 0; h < kv_heads; ++h) ApplyRope(k + t * KV + h * hd, cs, sn, hd);
     }
   });
   // Each segment's keys/values go to its own cache: global layers before attending (rows =
@@ -152,11 +149,8 @@ void Gemma3Forward::AttentionBlock(int l, size_t n, ThreadPool& pool) {
   // LoRA: proj += B'(A attn).
   if (lora_) ApplyLora({{Lora(l, 3), proj, H}}, buf_.attn.data(), n, Q, LoraBuffers(), pool);
   ForTokens(pool, n, [&](size_t t0, size_t t1) {
-    for (size_t t = t0; t < t1; ++t) {
-      float* p = proj + t * H;
-      RmsNorm(p, L.post_attn_norm.data(), eps, H, p);
-      AddInPlace(x + t * H, p, H);
-    }
+    RmsNormRows(proj + t0 * H, H, L.post_attn_norm.data(), eps, H, t1 - t0, proj + t0 * H, H);
+    for (size_t t = t0; t < t1; ++t) AddInPlace(x + t * H, proj + t * H, H);
   });
 }
 
@@ -310,7 +304,7 @@ void Gemma3Forward::MlpBlock(int l, size_t n, ThreadPool& pool) {
 
   // Block input: xn = pre_ffn_norm(x).
   ForTokens(pool, n, [&](size_t t0, size_t t1) {
-    for (size_t t = t0; t < t1; ++t) RmsNorm(x + t * H, L.pre_ffn_norm.data(), eps, H, xn + t * H);
+    RmsNormRows(x + t0 * H, H, L.pre_ffn_norm.data(), eps, H, t1 - t0, xn + t0 * H, H);
   });
   // gate[n, I], up[n, I] in one dispatch.
   MatMulParallel({{&L.gate_proj, gate, I}, {&L.up_proj, up, I}}, xn, n, H, buf_.packed.data(), pool);
@@ -326,18 +320,14 @@ void Gemma3Forward::MlpBlock(int l, size_t n, ThreadPool& pool) {
   if (lora_) ApplyLora({{Lora(l, 6), proj, H}}, gate, n, I, LoraBuffers(), pool);
   // Post-FFN norm and residual: x += post_ffn_norm(proj).
   ForTokens(pool, n, [&](size_t t0, size_t t1) {
-    for (size_t t = t0; t < t1; ++t) {
-      float* p = proj + t * H;
-      RmsNorm(p, L.post_ffn_norm.data(), eps, H, p);
-      AddInPlace(x + t * H, p, H);
-    }
+    RmsNormRows(proj + t0 * H, H, L.post_ffn_norm.data(), eps, H, t1 - t0, proj + t0 * H, H);
+    for (size_t t = t0; t < t1; ++t) AddInPlace(x + t * H, proj + t * H, H);
   });
 }
 
 void Gemma3Forward::FinalNorm(size_t n) {
   const size_t H = static_cast<size_t>(cfg_.hidden);
-  for (size_t t = 0; t < n; ++t)
-    RmsNorm(buf_.x.data() + t * H, model_.final_norm().data(), cfg_.rms_norm_eps, H, buf_.xn.data() + t * H);
+  RmsNormRows(buf_.x.data(), H, model_.final_norm().data(), cfg_.rms_norm_eps, H, n, buf_.xn.data(), H);
 }
 
 }  // namespace fgemma

@@ -57,6 +57,28 @@ TEST_P(OpsTest, RmsNorm) {
   }
 }
 
+// Rows normed together (the forward pass's batches and a token's heads) keep each row's bits
+// alone, for every row count around the reference's groups of four, with strides wider than a
+// row, and in place.
+TEST_P(OpsTest, RmsNormRowsEqualsEachRowAlone) {
+  std::mt19937 rng(21);
+  for (size_t n : {1, 7, 32, 256, 640}) {
+    for (size_t rows : {1, 3, 4, 5, 8, 9}) {
+      const size_t stride = n + 3;
+      const std::vector<float> x = RandomNormal(rows * stride, rng), w = RandomNormal(n, rng);
+      std::vector<float> want(rows * stride, 5.0f), got(rows * stride + 1, 5.0f);
+      for (size_t r = 0; r < rows; ++r) RmsNorm(x.data() + r * stride, w.data(), 1e-6f, n, want.data() + r * stride);
+      RmsNormRows(x.data(), stride, w.data(), 1e-6f, n, rows, got.data() + 1, stride);
+      EXPECT_EQ(got[0], 5.0f) << "wrote before, n=" << n << " rows=" << rows;
+      EXPECT_EQ(Bits(got.data() + 1, rows * stride), Bits(want.data(), rows * stride)) << "n=" << n << " rows=" << rows;
+      std::vector<float> in_place = x;
+      RmsNormRows(in_place.data(), stride, w.data(), 1e-6f, n, rows, in_place.data(), stride);
+      for (size_t r = 0; r < rows; ++r)
+        EXPECT_EQ(Bits(in_place.data() + r * stride, n), Bits(want.data() + r * stride, n)) << "in place, row " << r;
+    }
+  }
+}
+
 TEST_P(OpsTest, ApplyRope) {
   std::mt19937 rng(12);
   std::uniform_real_distribution<float> angle(-3.2f, 3.2f);
