@@ -9,7 +9,7 @@
 namespace fgemma {
 namespace {
 
-std::string Tool(const std::string& name, const std::string& parameters = "") {
+std::string ToolJson(const std::string& name, const std::string& parameters = "") {
   return R"({"type":"function","function":{"name":")" + name + R"(","description":"d")" +
          (parameters.empty() ? "" : R"(,"parameters":)" + parameters) + "}}";
 }
@@ -18,7 +18,7 @@ std::string Tools(size_t n, bool same_name = false) {
   std::string s = "[";
   for (size_t i = 0; i < n; ++i) {
     if (i > 0) s += ',';
-    s += Tool(same_name ? "f" : "f" + std::to_string(i));
+    s += ToolJson(same_name ? "f" : "f" + std::to_string(i));
   }
   return s + "]";
 }
@@ -67,25 +67,25 @@ TEST(RequestLimits, DuplicateNamesEachPointAtTheFirst) {
 TEST(RequestLimits, SchemaDepthAndNodes) {
   std::string deep = R"({"type":"string"})";
   for (int i = 0; i < kMaxSchemaDepth + 1; ++i) deep = R"({"type":"array","items":)" + deep + "}";
-  Status st = ErrorOf(Body("[" + Tool("f", R"({"type":"object","properties":{"a":)" + deep + "}}") + "]"));
+  Status st = ErrorOf(Body("[" + ToolJson("f", R"({"type":"object","properties":{"a":)" + deep + "}}") + "]"));
   EXPECT_TRUE(Contains(st.message(), "schema nested deeper than 32 levels")) << st.ToString();
 
   std::string props;
   for (size_t i = 0; i < kMaxSchemaNodes; ++i) props += (i ? "," : "") + ("\"p" + std::to_string(i) + R"(":{"type":"integer"})");
-  st = ErrorOf(Body("[" + Tool("f", R"({"type":"object","properties":{)" + props + "}}") + "]"));
+  st = ErrorOf(Body("[" + ToolJson("f", R"({"type":"object","properties":{)" + props + "}}") + "]"));
   EXPECT_EQ(st.code(), ErrorCode::kOutOfRange);
   EXPECT_TRUE(Contains(st.message(), "tools[0].function.parameters.properties.p1023: schema has more than 1024 nodes"))
       << st.ToString();
 
   std::string values;
   for (size_t i = 0; i < 5000; ++i) values += (i ? "," : "") + std::to_string(i);
-  st = ErrorOf(Body("[" + Tool("f", R"({"type":"object","properties":{"n":{"type":"integer","enum":[)" + values + "]}}}") + "]"));
+  st = ErrorOf(Body("[" + ToolJson("f", R"({"type":"object","properties":{"n":{"type":"integer","enum":[)" + values + "]}}}") + "]"));
   EXPECT_TRUE(Contains(st.message(), "tools[0].function.parameters.properties.n.enum: schema has more than 1024 nodes"))
       << st.ToString();
   // Just under the limit parses.
   props.clear();
   for (size_t i = 0; i + 1 < kMaxSchemaNodes; ++i) props += (i ? "," : "") + ("\"p" + std::to_string(i) + R"(":{"type":"integer"})");
-  EXPECT_TRUE(ErrorOf(Body("[" + Tool("f", R"({"type":"object","properties":{)" + props + "}}") + "]")).ok());
+  EXPECT_TRUE(ErrorOf(Body("[" + ToolJson("f", R"({"type":"object","properties":{)" + props + "}}") + "]")).ok());
 }
 
 TEST(RequestLimits, MessageCountAndText) {

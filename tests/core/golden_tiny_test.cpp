@@ -10,7 +10,7 @@
 namespace fgemma {
 namespace {
 
-struct Case {
+struct TinyGoldenCase {
   const char* name;  // fixture stem: models/<name>/, golden/<name>.json
 };
 

@@ -20,13 +20,13 @@ class AttentionKernelTest : public test::TargetTest {};
 
 using test::RandomNormal;
 
-struct Case {
+struct AttentionCase {
   size_t groups, head_dim, kv_stride;
   std::vector<size_t> run_lengths;
 };
 
-std::vector<Case> Cases() {
-  std::vector<Case> cases;
+std::vector<AttentionCase> Cases() {
+  std::vector<AttentionCase> cases;
   for (size_t groups : {1, 2, 3, 4, 5, 8}) {
     for (size_t hd : {1, 7, 16, 33, 64, 100, 256}) {
       for (const std::vector<size_t>& runs : std::vector<std::vector<size_t>>{{1}, {5}, {37}, {3, 0, 9}, {20, 13, 1}}) {
@@ -39,7 +39,7 @@ std::vector<Case> Cases() {
 
 TEST_P(AttentionKernelTest, ScoresAndMixMatchTheReference) {
   std::mt19937 rng(17);
-  for (const Case& c : Cases()) {
+  for (const AttentionCase& c : Cases()) {
     SCOPED_TRACE("groups " + std::to_string(c.groups) + " head_dim " + std::to_string(c.head_dim) + " runs " +
                  std::to_string(c.run_lengths.size()));
     size_t total = 0;

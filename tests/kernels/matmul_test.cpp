@@ -109,7 +109,7 @@ Inputs MakeInputs(size_t num_tokens, size_t cols, size_t stride, size_t offset, 
   return in;
 }
 
-struct Case {
+struct MatmulCase {
   DType dtype;
   size_t rows, cols, tokens;
   size_t row_begin, row_end;
@@ -120,7 +120,7 @@ struct Case {
   bool interleave = false;          // give MatMul the row-interleaved copy (when the target uses one)
 };
 
-std::string Describe(const Case& c) {
+std::string Describe(const MatmulCase& c) {
   return std::string(DTypeName(c.dtype)) + " rows=" + std::to_string(c.rows) + " cols=" + std::to_string(c.cols) +
          " tokens=" + std::to_string(c.tokens) + " slice=[" + std::to_string(c.row_begin) + "," +
          std::to_string(c.row_end) + ") target=" + KernelTargetName();
@@ -159,7 +159,7 @@ double QuantEmulation(const TensorView& w, const uint8_t* rec, size_t r, double*
   return sum;
 }
 
-void RunCase(const Case& c, std::mt19937& rng) {
+void RunCase(const MatmulCase& c, std::mt19937& rng) {
   SCOPED_TRACE(Describe(c) + (c.interleave ? " interleaved" : ""));
   Weights w = MakeWeights(c.dtype, c.rows, c.cols, c.w_offset, rng);
   std::vector<uint8_t> interleaved_store;
@@ -270,7 +270,7 @@ TEST_P(TargetTest, ShapesAllTypes) {
                              : std::vector<size_t>(std::begin(float_cols), std::end(float_cols))) {
       for (auto [rows, tokens] : rows_tokens) {
         if (cols >= 1024 && rows * tokens > 200) continue;  // keep the reference cheap
-        Case c{dtype, rows, cols, tokens, 0, rows};
+        MatmulCase c{dtype, rows, cols, tokens, 0, rows};
         RunCase(c, rng);
         if (HasFatalFailure()) return;
       }
@@ -287,7 +287,7 @@ TEST_P(TargetTest, SlicesMisalignmentStrides) {
     for (auto [rb, re] : slices) {
       for (size_t tokens : {1, 4, 9}) {
         ++i;
-        Case c{dtype, 67, cols, tokens, rb, re};
+        MatmulCase c{dtype, 67, cols, tokens, rb, re};
         c.w_offset = i % 4;  // bytes
         c.x_offset = (i + 1) % 4;  // floats
         c.x_extra = i % 3 == 0 ? 0 : 5 + i;
@@ -401,7 +401,7 @@ TEST_P(TargetTest, InterleavedWeights) {
           if (cols >= 640 && rows * tokens > 300) continue;  // keep the reference cheap
           const auto slice = rs[1 + i % 2];
           ++i;
-          Case c{dtype, rows, cols, tokens, slice.first, slice.second};
+          MatmulCase c{dtype, rows, cols, tokens, slice.first, slice.second};
           c.interleave = true;
           c.x_offset = i % 3;
           c.x_extra = i % 2 == 0 ? 0 : 7;

@@ -18,11 +18,11 @@ class VecTest : public test::TargetTest {};
 
 using test::RandomNormal;
 
-const size_t kSizes[] = {0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 100, 256, 1000, 2048};
+const size_t kVecSizes[] = {0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 100, 256, 1000, 2048};
 
 TEST_P(VecTest, Dot) {
   std::mt19937 rng(5);
-  for (size_t n : kSizes) {
+  for (size_t n : kVecSizes) {
     for (size_t offset = 0; offset < 3; ++offset) {
       const std::vector<float> a = RandomNormal(n + offset, rng), b = RandomNormal(n + 1, rng);
       double want = 0, abs_sum = 0;
@@ -38,7 +38,7 @@ TEST_P(VecTest, Dot) {
 
 TEST_P(VecTest, AddScaledAndScale) {
   std::mt19937 rng(6);
-  for (size_t n : kSizes) {
+  for (size_t n : kVecSizes) {
     const std::vector<float> x = RandomNormal(n + 2, rng), y0 = RandomNormal(n + 2, rng);
     std::vector<float> y = y0;
     AddScaled(y.data() + 1, x.data() + 2, 0.37f, n);
@@ -60,7 +60,7 @@ TEST_P(VecTest, AddScaledAndScale) {
 // they are (the LM head's skip test must never miss a value above the best so far).
 TEST_P(VecTest, MaxValue) {
   std::mt19937 rng(7);
-  for (size_t n : kSizes) {
+  for (size_t n : kVecSizes) {
     for (size_t offset = 0; offset < 3; ++offset) {
       std::vector<float> x = RandomNormal(n + offset, rng);
       float want = -INFINITY;

@@ -179,7 +179,7 @@ int RunBench(const BenchArgs& a) {
   return 0;
 }
 
-CommandRegistration reg(40, [](CLI::App& app) -> std::function<int()> {
+const CommandRegistration kBench(40, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand("bench", "Measure load time, prefill and decode speed, and peak RSS");
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();

@@ -52,7 +52,7 @@ int RunCall(const CallArgs& a) {
   return rc;
 }
 
-CommandRegistration reg(50, [](CLI::App& app) -> std::function<int()> {
+const CommandRegistration kCall(50, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<CallArgs>();
   auto* cmd = app.add_subcommand("call", "Turn an utterance into a function call against a tool catalog (prints JSON)");
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();

@@ -62,7 +62,7 @@ int RunConvert(const ConvertArgs& a) {
   return 0;
 }
 
-CommandRegistration reg(60, [](CLI::App& app) -> std::function<int()> {
+const CommandRegistration kConvert(60, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<ConvertArgs>();
   auto* cmd = app.add_subcommand("convert", "Convert a Hugging Face directory or GGUF file to a GGUF file (llama.cpp layout)");
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();

@@ -125,7 +125,7 @@ int RunDemo(const DemoArgs& a) {
   return 0;
 }
 
-CommandRegistration reg(60, [](CLI::App& app) -> std::function<int()> {
+const CommandRegistration kDemo(60, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<DemoArgs>();
   auto* cmd = app.add_subcommand("demo", "Run the smart-home example on a synthesized FunctionGemma-shaped model (q8_0)");
   cmd->add_option("utterance", a->utterance, "what the user said");

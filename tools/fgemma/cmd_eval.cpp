@@ -70,7 +70,7 @@ int RunEval(const EvalArgs& a) {
   return 0;
 }
 
-CommandRegistration reg(55, [](CLI::App& app) -> std::function<int()> {
+const CommandRegistration kEval(55, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<EvalArgs>();
   auto* cmd = app.add_subcommand("eval", "Score function calling on rows in the Mobile Actions JSONL layout");
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();

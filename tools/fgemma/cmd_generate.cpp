@@ -54,7 +54,7 @@ int RunGenerate(const GenerateArgs& a) {
   return 0;
 }
 
-CommandRegistration reg(30, [](CLI::App& app) -> std::function<int()> {
+const CommandRegistration kGenerate(30, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Greedy continuation of token ids; prints the new ids as a JSON array");
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();

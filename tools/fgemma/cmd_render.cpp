@@ -98,7 +98,7 @@ int RunRender(const RenderArgs& a) {
   return std::fflush(stdout) == 0 ? 0 : Fail("writing the prompt failed");
 }
 
-CommandRegistration reg(50, [](CLI::App& app) -> std::function<int()> {
+const CommandRegistration kRender(50, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<RenderArgs>();
   auto* cmd = app.add_subcommand("render", "Print the exact FunctionGemma prompt for a request (no trailing newline added)");
   cmd->add_option("--request", a->request,

@@ -113,7 +113,7 @@ int RunScore(const ScoreArgs& a) {
   return 0;
 }
 
-CommandRegistration reg(20, [](CLI::App& app) -> std::function<int()> {
+const CommandRegistration kScore(20, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<ScoreArgs>();
   auto* cmd = app.add_subcommand("score", "Print top logits at chosen positions of an id sequence (one JSON object per line)");
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();

@@ -56,7 +56,7 @@ int RunServe(server::ServerOptions o, const std::vector<std::string>& loras) {
   return st.ok() ? 0 : Fail(st.ToString());
 }
 
-CommandRegistration reg(90, [](CLI::App& app) -> std::function<int()> {
+const CommandRegistration kServe(90, [](CLI::App& app) -> std::function<int()> {
   auto o = std::make_shared<server::ServerOptions>();
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/chat/completions, /v1/models, /health)");
   cmd->add_option("--model", o->model_path, "model directory, .safetensors or .gguf")->required();

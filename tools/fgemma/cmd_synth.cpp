@@ -13,7 +13,7 @@ struct SynthArgs {
   size_t lora_rank = 0;
 };
 
-CommandRegistration reg(10, [](CLI::App& app) -> std::function<int()> {
+const CommandRegistration kSynth(10, [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<SynthArgs>();
   auto* cmd = app.add_subcommand("synth", "Write a deterministic synthetic checkpoint (SYNTH.md)");
   cmd->add_option("--config", args->config, "tiny-mqa, tiny-gqa, mini or 270m")->required();
