@@ -1,12 +1,15 @@
 // Elementwise and row-wise operations of the Gemma 3 forward pass, float32 throughout (they are a
 // small share of the time; the matrix kernels dominate).
 //
-// RmsNorm, ApplyRope, Softmax and AddInPlace run Highway's vector code on Arm (NEON on aarch64 and
-// armhf, kernels/ops_simd.cpp) and their scalar references (the *Reference functions) on other
+// RmsNorm, ApplyRope and AddInPlace run Highway's vector code on Arm (NEON on aarch64 and armhf,
+// kernels/ops_simd.cpp) and their scalar references (the *Reference functions) on other
 // architectures, whose outputs so stay those of the code they replaced (x86's vector units would
-// change the bits: reduction order, FMA contraction in AVX2 code). On Arm the row sums are float32
-// lanes (the reference sums in double) and Softmax's exp is Highway's (1 ulp). Every output
-// depends only on its row's values and length, never on alignment or on the rows batched with it.
+// change the bits: reduction order, FMA contraction in AVX2 code). Softmax is vector code on every
+// target: attention runs one per query head and visible key, and the reference's scalar exp took
+// about 30 % of an x86 attention row. Vector code sums rows in float32 lanes (the references sum in
+// double) and Softmax's exp is Highway's (1 ulp), so x86 targets differ from one another in the last
+// bits of a softmax (the catalog cache is keyed by the target). Every output depends only on its
+// row's values and length, never on alignment or on the rows batched with it.
 #pragma once
 
 #include <cstddef>

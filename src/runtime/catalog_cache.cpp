@@ -12,7 +12,7 @@ namespace fgemma {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'G', 'K', 'V', 'C', 'A', 'C', 'H'};
-constexpr uint32_t kVersion = 3;  // 2: the numerics field; 3: the LoRA adapter field
+constexpr uint32_t kVersion = 4;  // 2: the numerics field; 3: the LoRA adapter field; 4: x86 vector softmax
 constexpr size_t kHeaderBytes = 8 + 4 + 8 * 7;
 
 void PutU64(std::string* s, uint64_t v) {
