@@ -1,7 +1,8 @@
 // ops.h's RmsNorm, ApplyRope, Softmax and AddInPlace on every SIMD target against their scalar
 // references, across sizes, tails and misalignment. On Arm they are Highway vector code (float32
-// row sums, Highway's exp), and Softmax is on every target; elsewhere the references themselves. Whatever the target, an output
-// depends only on its row's values and length: the same row at every alignment gives the same bits.
+// row sums, Highway's exp), and Softmax is on every target; elsewhere the references themselves.
+// Whatever the target, an output depends only on its row's values and length: the same row at
+// every alignment gives the same bits.
 #include <gtest/gtest.h>
 
 #include <cmath>
