@@ -254,6 +254,77 @@ struct InterleavedKernel {
     for (size_t t = 0; t < kT; ++t) _mm512_mask_storeu_ps(job.out(row, token + t), mask, acc[t]);
   }
 
+  // Two whole panels (32 rows) x kT tokens, group-major as WideTile: each token's broadcast
+  // activations feed both panels, so a block takes 16 weight loads and 8 kT broadcasts for 16 kT
+  // vpdpbusd where WideTile takes one broadcast per vpdpbusd. Zen 5 issues two vpdpbusd a cycle;
+  // WideTile's instruction stream (a broadcast, a dot, and the epilogue per 8) was the limit there.
+  // Same int32 sums and the same float epilogue, so the same bits as WideTile and Tile.
+  template <size_t kP, size_t kT>
+  static HWY_NOINLINE void PairTile(const TileJob& job, const uint8_t* panel, size_t panel_bytes, size_t row,
+                                    size_t token) {
+    const size_t nb = job.cols / kBlockValues;
+    const uint8_t* scales[kP];
+    const uint8_t* q[kP];
+    for (size_t p = 0; p < kP; ++p) {
+      scales[p] = panel + p * panel_bytes;
+      q[p] = scales[p] + kernels_internal::InterleavedScaleBytes(job.cols);
+    }
+    const uint8_t* x[kT];
+    for (size_t t = 0; t < kT; ++t) x[t] = job.token(token + t);
+    __m512 acc[kP][kT];
+    for (size_t p = 0; p < kP; ++p) {
+      for (size_t t = 0; t < kT; ++t) acc[p][t] = _mm512_setzero_ps();
+    }
+#pragma GCC unroll 1
+    for (size_t b = 0; b < nb; ++b) {
+      const size_t q_at = b * 32, start_at = job.bsum_offset + (b * 2 + kBsumIndex) * 4, dx_at = job.d8_offset + b * 32;
+      __m512i dots[kP][kT];
+#pragma GCC unroll 8
+      for (size_t t = 0; t < kT; ++t) {
+        int32_t start;
+        std::memcpy(&start, x[t] + start_at, 4);
+        const __m512i sv = _mm512_set1_epi32(start);
+        for (size_t p = 0; p < kP; ++p) dots[p][t] = sv;
+      }
+#pragma GCC unroll 8
+      for (size_t i = 0; i < 8; ++i) {
+        __m512i g[kP];
+        for (size_t p = 0; p < kP; ++p) {
+          const uint8_t* qb = q[p] + b * kGroupBytes;
+          if constexpr (kType == DType::kQ8_0) {
+            g[p] = _mm512_loadu_si512(qb + 64 * i);
+          } else {
+            const __m512i v = _mm512_loadu_si512(qb + 64 * (i % 4));
+            g[p] = _mm512_and_si512(i < 4 ? v : _mm512_srli_epi16(v, 4), _mm512_set1_epi8(15));
+          }
+        }
+#pragma GCC unroll 8
+        for (size_t t = 0; t < kT; ++t) {
+          int32_t four;
+          std::memcpy(&four, x[t] + q_at + 4 * i, 4);
+          const __m512i xb = _mm512_set1_epi32(four);
+          for (size_t p = 0; p < kP; ++p) dots[p][t] = _mm512_dpbusd_epi32(dots[p][t], g[p], xb);
+        }
+      }
+      __m512 dw[kP];
+      for (size_t p = 0; p < kP; ++p) {
+        dw[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales[p] + b * 32)));
+      }
+#pragma GCC unroll 8
+      for (size_t t = 0; t < kT; ++t) {
+        float dx;
+        std::memcpy(&dx, x[t] + dx_at, 4);
+        const __m512 vdx = _mm512_set1_ps(dx);
+        for (size_t p = 0; p < kP; ++p) {
+          acc[p][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[p][t]), _mm512_mul_ps(dw[p], vdx), acc[p][t]);
+        }
+      }
+    }
+    for (size_t p = 0; p < kP; ++p) {
+      for (size_t t = 0; t < kT; ++t) _mm512_storeu_ps(job.out(row + 16 * p, token + t), acc[p][t]);
+    }
+  }
+
   // Token-major order (one token's whole block, then the next), for one or two tokens: decode
   // streams the weights, so the prefetch below matters more than the multiply units.
   template <size_t kT>
@@ -326,11 +397,21 @@ struct InterleavedKernel {
   static void Run(const TileJob& job, const uint8_t* interleaved, size_t row_begin, size_t row_end,
                   size_t num_tokens) {
     constexpr size_t kTokenBlockBytes = 256 * 1024;
+    constexpr size_t kPairTokens = 4, kPairPanels = 2;
     const size_t panel_bytes = kernels_internal::InterleavedPanelBytes(kType, job.cols);
     const size_t block = HWY_MAX(size_t{8}, kTokenBlockBytes / HWY_MAX(job.x_stride, size_t{1}) / 8 * 8);
     for (size_t t0 = 0; t0 < num_tokens; t0 += block) {
       const size_t t1 = HWY_MIN(num_tokens, t0 + block);
-      for (size_t r = row_begin; r < row_end; r += 16) {
+      size_t r = row_begin;
+      if (t1 - t0 >= kPairTokens) {
+        for (; r + 16 * kPairPanels <= row_end; r += 16 * kPairPanels) {
+          const uint8_t* panel = interleaved + r / 16 * panel_bytes;
+          size_t t = t0;
+          for (; t + kPairTokens <= t1; t += kPairTokens) PairTile<kPairPanels, kPairTokens>(job, panel, panel_bytes, r, t);
+          for (size_t p = 0; p < kPairPanels; ++p) Tokens<2>(job, panel + p * panel_bytes, r + 16 * p, 16, t, t1);
+        }
+      }
+      for (; r < row_end; r += 16) {
         const uint8_t* panel = interleaved + r / 16 * panel_bytes;
         hwy::Prefetch(panel + panel_bytes);
         Tokens<8>(job, panel, r, HWY_MIN(size_t{16}, row_end - r), t0, t1);
