@@ -95,6 +95,27 @@ void KvCache::CopyFrom(const KvCache& other, size_t n) {
   }
 }
 
+bool KvCache::RollBack(size_t current, size_t to, const KvCache& base, size_t base_n) {
+  if (base.layers_.size() != layers_.size() || base_n > to || to > current) return false;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (layers_[l].kind == LayerKind::kSliding && (base.layers_[l].rows != layers_[l].rows || current > base_n + layers_[l].rows))
+      return false;
+  }
+  const size_t KV = kv_dim_;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    Layer& lc = layers_[l];
+    if (lc.kind != LayerKind::kSliding) continue;
+    // Position p took the row of p - rows, which (p >= base_n, p < base_n + rows) base still holds.
+    for (size_t p = std::max(to, lc.rows); p < current; ++p) {
+      const size_t row = p % lc.rows;
+      std::memcpy(lc.keys.data() + row * KV, base.layers_[l].keys.data() + row * KV, KV * sizeof(float));
+      std::memcpy(lc.values.data() + row * KV, base.layers_[l].values.data() + row * KV, KV * sizeof(float));
+    }
+  }
+  undo_count_ = 0;
+  return true;
+}
+
 uint64_t KvCache::StateBytes(size_t n) const {
   uint64_t total = 0;
   for (const Layer& lc : layers_) total += 2ull * LiveRows(lc, n) * static_cast<uint64_t>(kv_dim_) * sizeof(float);

@@ -57,6 +57,14 @@ class KvCache {
   // State of positions [0, n): only the rows that hold them, min(n, rows) per layer.
   // Copies it from `other` (same model; its context may differ).
   void CopyFrom(const KvCache& other, size_t n);
+  // Takes the state after `current` positions back to the state after `to` (base_n <= to <= current),
+  // where this cache holds a copy of `base` after base_n positions (CopyFrom, same model and ring
+  // sizes) plus positions written since. A global layer needs nothing (rows past `to` are never
+  // read before they are written again); a sliding ring gets back from `base` the rows that
+  // positions [to, current) overwrote. Cheaper than a whole CopyFrom by the ring's length over
+  // the positions taken back. Possible while no ring wrapped since the copy (current <= base_n +
+  // its rows): false otherwise, with nothing changed. Discards the SaveRing backup.
+  bool RollBack(size_t current, size_t to, const KvCache& base, size_t base_n);
   // As bytes (cache files): Export appends StateBytes(n) bytes, Import reads exactly that back.
   uint64_t StateBytes(size_t n) const;
   void Export(size_t n, std::string* out) const;

@@ -45,7 +45,8 @@ Result<std::unique_ptr<FunctionCaller>> FunctionCaller::Create(const LoadedModel
 
 std::vector<std::string> FunctionCaller::TakeWarnings() { return std::exchange(warnings_, {}); }
 
-Status FunctionCaller::PreparePrefix(const std::vector<int32_t>& prefix, CallTiming* timing) {
+Status FunctionCaller::PreparePrefix(const std::vector<int32_t>& prefix, std::span<const int32_t> remainder,
+                                     CallTiming* timing) {
   const double t0 = NowSeconds();
   const uint64_t hash = PrefixHash(prefix);
   timing->prefix_tokens = prefix.size();
@@ -54,6 +55,7 @@ Status FunctionCaller::PreparePrefix(const std::vector<int32_t>& prefix, CallTim
     timing->cache_source = "memory";
   } else {
     catalog_valid_ = false;
+    ++catalog_generation_;  // whatever happens below, work_ no longer derives from catalog_
     catalog_->Reset();
     std::string rejected;
     if (!options_.cache_path.empty() && FileExists(options_.cache_path)) {
@@ -79,7 +81,24 @@ Status FunctionCaller::PreparePrefix(const std::vector<int32_t>& prefix, CallTim
     catalog_hash_ = hash;
     catalog_valid_ = true;
   }
-  FGEMMA_RETURN_IF_ERROR(work_->CopyStateFrom(*catalog_));
+  // work_ holds this catalog's state and the previous request's tokens after it: keep the positions
+  // this request shares with them, repair the rings (a few rows per position taken back) instead of
+  // copying the whole state.
+  size_t keep = 0;
+  bool rolled_back = false;
+  if (options_.reuse_prompt && work_generation_ == catalog_generation_) {
+    const size_t limit = std::min(work_prompt_.size(), remainder.empty() ? 0 : remainder.size() - 1);
+    while (keep < limit && work_prompt_[keep] == remainder[keep]) ++keep;
+    rolled_back = work_->RollBackTo(prefix.size() + keep, *catalog_).ok();
+  }
+  if (!rolled_back) {
+    keep = 0;
+    work_generation_ = 0;
+    FGEMMA_RETURN_IF_ERROR(work_->CopyStateFrom(*catalog_));
+  }
+  work_generation_ = catalog_generation_;
+  work_prompt_.resize(keep);
+  timing->reused_tokens = keep;
   timing->prefix_ms = (NowSeconds() - t0) * 1000;
   return Status::Ok();
 }
@@ -151,8 +170,9 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
     return OutOfRange("prompt of " + std::to_string(prefix.size() + remainder.size()) + " tokens leaves no room to answer in a context of " +
                       std::to_string(options_.context) + " tokens");
 
-  FGEMMA_RETURN_IF_ERROR(PreparePrefix(prefix, &t));
+  FGEMMA_RETURN_IF_ERROR(PreparePrefix(prefix, remainder, &t));
   t.prompt_tokens = remainder.size();
+  const std::span<const int32_t> to_evaluate = std::span<const int32_t>(remainder).subspan(t.reused_tokens);
 
   t0 = NowSeconds();
   ConstrainedOptions decoding = options_.decoding;
@@ -187,13 +207,17 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
   bool finished = false;
   Status generated;
   if (call.unconstrained) {
-    generated = DecodeFree(*work_, *vocab_, remainder, decoding, &out.output_tokens, &out.stats, &finished);
+    generated = DecodeFree(*work_, *vocab_, to_evaluate, decoding, &out.output_tokens, &out.stats, &finished);
   } else {
     CallGenerator gen(*vocab_, *grammar_, model_->config().vocab_size, &allowed_cache_);
-    generated = gen.Generate(*work_, remainder, decoding, &out.output_tokens, &out.stats);
+    generated = gen.Generate(*work_, to_evaluate, decoding, &out.output_tokens, &out.stats);
     finished = gen.finished();
   }
   batched.reset();
+  // The positions after the prefix hold the turn's tokens as far as they were evaluated (an error
+  // leaves the position where it was).
+  const size_t evaluated_turn = std::min(work_->position() - prefix.size(), remainder.size());
+  work_prompt_.assign(remainder.begin(), remainder.begin() + static_cast<std::ptrdiff_t>(evaluated_turn));
   if (!generated.ok() && !(stopped && generated.code() == ErrorCode::kCancelled)) return generated;
   if (stopped) out.output_tokens.resize(accepted);
   t.evaluated_tokens += work_->position() - position_before;
@@ -240,6 +264,7 @@ Json CallOutcomeToJson(const CallOutcome& o) {
               {"prompt_tokens", t.prompt_tokens},
               {"generated_tokens", t.generated_tokens},
               {"evaluated_tokens", t.evaluated_tokens},
+              {"reused_tokens", t.reused_tokens},
               {"cache", t.cache_source},
               {"head_steps", o.stats.head_steps},
               {"restricted_head_steps", o.stats.restricted_steps},

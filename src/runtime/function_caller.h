@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,12 @@ struct FunctionCallerOptions {
   // (messages, tool names, descriptions, enum values, arguments) becomes control tokens. Off: only
   // the template writes control tokens (see EncodePromptText in chat/render.h).
   bool trust_content_tokens = false;
+  // Prompt reuse: a request whose turn starts with the same tokens as the previous request's (the
+  // template's "<start_of_turn>user\n", a repeated command) keeps those positions from it instead
+  // of evaluating them again, and the catalog state comes back by repairing the sliding rings
+  // instead of copying it whole. The same bits either way; off: every request restores the whole
+  // catalog state and evaluates its whole turn (for comparisons).
+  bool reuse_prompt = true;
   // A LoRA adapter both sessions run with (null = the base alone); the catalog state, in memory
   // and in the cache file, is bound to it.
   std::shared_ptr<const LoraAdapter> lora;
@@ -50,6 +57,7 @@ struct CallTiming {
   double prefill_ms = 0, decode_ms = 0, total_ms = 0;
   size_t prefix_tokens = 0, prompt_tokens = 0, generated_tokens = 0;
   size_t evaluated_tokens = 0;     // tokens the model processed for this call (prefix included if built)
+  size_t reused_tokens = 0;        // prompt tokens kept from the previous request (reuse_prompt)
   bool cache_hit = false;          // prefix state came from memory or the cache file
   std::string cache_source;        // "memory", "file", "built", "built (file rejected: ...)"
 };
@@ -89,8 +97,10 @@ class FunctionCaller {
  private:
   FunctionCaller(const LoadedModel& loaded, const FunctionCallerOptions& options)
       : model_(loaded.model), tokenizer_(loaded.tokenizer), template_kind_(loaded.chat_template.kind), options_(options) {}
-  // Makes work_ hold the state after `prefix` (restoring the catalog state or building it).
-  Status PreparePrefix(const std::vector<int32_t>& prefix, CallTiming* timing);
+  // Makes work_ hold the state after `prefix` (restoring the catalog state or building it) and as
+  // many of the first tokens of `remainder` as it can keep from the previous request (at most all
+  // but the last, whose logits the call needs): their count is timing->reused_tokens.
+  Status PreparePrefix(const std::vector<int32_t>& prefix, std::span<const int32_t> remainder, CallTiming* timing);
 
   std::shared_ptr<const Model> model_;
   Tokenizer tokenizer_;
@@ -101,6 +111,10 @@ class FunctionCaller {
   std::unique_ptr<Session> work_;      // per request
   uint64_t catalog_hash_ = 0;
   bool catalog_valid_ = false;
+  // Counts the catalog states catalog_ has held; work_ derives from state work_generation_ (0:
+  // none) and holds the tokens work_prompt_ right after that state's prefix.
+  uint64_t catalog_generation_ = 0, work_generation_ = 0;
+  std::vector<int32_t> work_prompt_;
   // The last catalog prefix's text and ids: a warm request with the same tools skips re-encoding it.
   std::string prefix_text_;
   std::vector<int32_t> prefix_ids_;

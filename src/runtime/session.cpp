@@ -135,6 +135,19 @@ Status Session::Generate(std::span<const int32_t> prompt, size_t max_new, bool s
   return Status::Ok();
 }
 
+Status Session::RollBackTo(size_t position, const Session& base) {
+  if (base.model_ != model_ || base.lora_fingerprint() != lora_fingerprint())
+    return InvalidArgument("cannot roll back to another model's or adapter's state");
+  if (position < base.position_ || position > position_)
+    return OutOfRange("cannot roll back to position " + std::to_string(position) + " (base " + std::to_string(base.position_) +
+                      ", now " + std::to_string(position_) + ")");
+  if (!cache_.RollBack(position_, position, base.cache_, base.position_))
+    return OutOfRange("a sliding ring wrapped since the state was copied");
+  position_ = position;
+  undoable_ = 0;
+  return Status::Ok();
+}
+
 Status Session::CopyStateFrom(const Session& other) {
   if (other.model_ != model_) return InvalidArgument("cannot copy session state across models");
   if (other.lora_fingerprint() != lora_fingerprint()) return InvalidArgument("cannot copy session state across LoRA adapters");

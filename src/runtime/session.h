@@ -67,6 +67,12 @@ class Session {
   void Reset() { position_ = undoable_ = 0; }
   // Makes this session's state equal to `other`'s (same model): copies its KV cache rows.
   Status CopyStateFrom(const Session& other);
+  // Takes this session back to `position`, when its state was copied from `base` (CopyStateFrom, at
+  // base's position <= `position`) and then extended: the positions before `position` keep their
+  // rows (a later prompt sharing them needs not evaluate them again) and the sliding rings get back
+  // from `base` the rows later positions overwrote (KvCache::RollBack). Fails when a sliding
+  // ring wrapped since the copy (OutOfRange): copy the whole state instead.
+  Status RollBackTo(size_t position, const Session& base);
   // Serializes the state (position and KV rows) for a cache file, and restores it.
   void ExportState(std::string* out) const { cache_.Export(position_, out); }
   Status ImportState(size_t position, const uint8_t* data, size_t size);

@@ -151,6 +151,7 @@ int RunCallBench(const CallBenchArgs& a) {
   for (int d = 0; d < 2; ++d) {
     FunctionCallerOptions fo;
     fo.threads = a.threads;
+    fo.reuse_prompt = !a.no_prompt_reuse;
     fo.decoding.draft = d == 1;
     if (a.max_draft > 0) fo.decoding.max_draft = a.max_draft;
     if (a.draft_lookups > 0) fo.decoding.draft_lookups = a.draft_lookups;

@@ -20,6 +20,7 @@ struct CallBenchArgs {
   size_t max_draft = 0, draft_lookups = 0;
   int draft_guessers = -1;  // ConstrainedOptions::draft_guessers mask (-1: all)
   bool trace_drafts = false;
+  bool no_prompt_reuse = false;  // FunctionCallerOptions::reuse_prompt off in every mode
   // --clients: concurrent callers (one per client, as the server's sessions) instead, with and
   // without batched passes; each count in turn.
   std::vector<size_t> clients;

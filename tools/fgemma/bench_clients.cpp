@@ -35,6 +35,7 @@ Result<ClientsResult> Serve(const LoadedModel& loaded, const std::vector<BenchCa
                             bool batch) {
   FunctionCallerOptions fo;
   fo.threads = a.threads;
+  fo.reuse_prompt = !a.no_prompt_reuse;
   fo.pool = SharedThreadPool(a.threads);
   if (batch) {
     FGEMMA_TRY(fo.batcher, PassBatcher::Create(loaded.model, 256, fo.context, fo.pool));

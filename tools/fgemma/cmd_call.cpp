@@ -16,7 +16,8 @@ struct CallArgs {
   std::string model, cache, tokenizer, lora;
   int threads = 0;
   size_t repeat = 1;
-  bool no_restricted_head = false, no_jump_forward = false, no_draft = false, trust_content_tokens = false;
+  bool no_restricted_head = false, no_jump_forward = false, no_draft = false, trust_content_tokens = false,
+       no_prompt_reuse = false;
   std::string follow;
 };
 
@@ -33,6 +34,7 @@ int RunCall(const CallArgs& a) {
   fo.decoding.restricted_head = !a.no_restricted_head;
   fo.decoding.jump_forward = !a.no_jump_forward;
   fo.decoding.draft = !a.no_draft;
+  fo.reuse_prompt = !a.no_prompt_reuse;
   fo.trust_content_tokens = a.trust_content_tokens;
   auto lora = LoadLoraOption(a.lora, *loaded->model);
   if (!lora.ok()) return Fail(lora.status().ToString());
@@ -68,6 +70,9 @@ const CommandRegistration kCall(50, [](CLI::App& app) -> std::function<int()> {
   cmd->add_flag("--no-jump-forward", a->no_jump_forward, "evaluate forced tokens one by one (for comparison)");
   cmd->add_flag("--no-draft", a->no_draft,
                 "no speculative drafts: one pass per chosen token (for comparison; the output is the same)");
+  cmd->add_flag("--no-prompt-reuse", a->no_prompt_reuse,
+                "with --repeat: restore the whole catalog state and evaluate the whole turn every time, instead "
+                "of keeping the positions a request shares with the previous one (for comparison; the output is the same)");
   cmd->add_flag("--trust-content-tokens", a->trust_content_tokens,
                 "let control-token text in the utterance, system message and tools become control tokens, as "
                 "Hugging Face does (default: off, content is text)");
