@@ -21,6 +21,18 @@ HWY_BEFORE_NAMESPACE();
 namespace fgemma {
 namespace HWY_NAMESPACE {
 
+// x86 FMAs take a memory operand, and GCC folds a loaded vector into every FMA that uses it: a query
+// vector used by kK keys would be loaded kK times. The scores loop is bound by loads (AVX-512 on
+// Zen 5: 20 loads for 16 FMAs before, 12 after), so the loaded value is pinned to a register.
+template <class V>
+HWY_INLINE void KeepInRegister(V& v) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  asm("" : "+v"(v.raw));
+#else
+  (void)v;
+#endif
+}
+
 // Scores of kK keys for the G heads of a group. Each (head, key) score is the same sequence of
 // operations whatever keys it is tiled with (two FMA chains over the columns, then StoreSums4's
 // reduction tree for heads in fours), so a key's score never depends on the run layout or on the
@@ -42,7 +54,9 @@ HWY_INLINE void ScoreKeys(const float* q, size_t q_stride, const float* const* k
       k1[kk] = hn::LoadU(d, keys[kk] + c + N);
     }
     for (size_t g = 0; g < G; ++g) {
-      const auto q0 = hn::LoadU(d, q + g * q_stride + c), q1 = hn::LoadU(d, q + g * q_stride + c + N);
+      auto q0 = hn::LoadU(d, q + g * q_stride + c), q1 = hn::LoadU(d, q + g * q_stride + c + N);
+      KeepInRegister(q0);
+      KeepInRegister(q1);
       for (size_t kk = 0; kk < kK; ++kk) {
         a0[kk][g] = hn::MulAdd(q0, k0[kk], a0[kk][g]);
         a1[kk][g] = hn::MulAdd(q1, k1[kk], a1[kk][g]);
@@ -61,6 +75,10 @@ HWY_INLINE void ScoreKeys(const float* q, size_t q_stride, const float* const* k
     for (size_t g = 0; g < kPadded; ++g) sum[g] = g < G ? hn::Add(a0[kk][g], a1[kk][g]) : hn::Zero(d);
     float s[kPadded];
     for (size_t g = 0; g < kPadded; g += 4) StoreSums4(d, sum[g], sum[g + 1], sum[g + 2], sum[g + 3], s + g);
+    if (vec_end == hd) {  // no tail columns (head_dim 256)
+      for (size_t g = 0; g < G; ++g) scores[g * scores_stride + j_out + kk] = s[g];
+      continue;
+    }
     // Tail columns through one-lane vectors (as in MixT): the same rounding in every instance.
     const hn::CappedTag<float, 1> d1;
     for (size_t g = 0; g < G; ++g) {
