@@ -116,11 +116,12 @@ int RunDemo(const DemoArgs& a) {
     std::printf("  %s\n", CallOutcomeToJson(outcome.value())["calls"].dump().c_str());
     const ConstrainedStats& s = outcome->stats;
     std::printf("  total %.0f ms, %zu passes over the weights: %zu prompt tokens, %zu generated\n"
-                "  speed-ups: catalog prefix %s; %zu tokens by jump-forward (no pass);\n"
-                "             %zu of %zu head steps restricted to the tokens the grammar allows\n\n",
+                "  speed-ups: catalog prefix %s; %zu prompt tokens kept from the previous request;\n"
+                "             %zu tokens by jump-forward (no pass); %zu guessed tokens checked in the same passes,\n"
+                "             %zu confirmed; %zu of %zu head steps restricted to the tokens the grammar allows\n\n",
                 t.total_ms, s.model_calls, t.prompt_tokens, t.generated_tokens,
-                t.cache_hit ? "restored, not recomputed" : "computed (kept for the next call)", s.forced_tokens,
-                s.restricted_steps, s.head_steps);
+                t.cache_hit ? "restored, not recomputed" : "computed (kept for the next call)", t.reused_tokens,
+                s.forced_tokens, s.drafted_tokens, s.accepted_tokens, s.restricted_steps, s.head_steps);
   }
   return 0;
 }
