@@ -31,6 +31,7 @@ Result<KvCache> KvCache::Create(const ModelConfig& config, size_t context) {
 }
 
 void KvCache::Commit(int layer, size_t start, size_t n, const float* k, const float* v) {
+  written_end_ = std::max(written_end_, start + n);
   Layer& lc = layers_[static_cast<size_t>(layer)];
   const size_t KV = kv_dim_;
   if (lc.kind == LayerKind::kGlobal) {
@@ -84,6 +85,7 @@ uint64_t KvCache::bytes(LayerKind kind) const {
 }
 
 void KvCache::CopyFrom(const KvCache& other, size_t n) {
+  written_end_ = n;
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& src = other.layers_[l];
     Layer& dst = layers_[l];
@@ -97,8 +99,11 @@ void KvCache::CopyFrom(const KvCache& other, size_t n) {
 
 bool KvCache::RollBack(size_t current, size_t to, const KvCache& base, size_t base_n) {
   if (base.layers_.size() != layers_.size() || base_n > to || to > current) return false;
+  // Rows written past `current` (a speculative batch not taken back) need repair as much as those
+  // before it; repairing a row no position overwrote puts back what it holds.
+  const size_t end = std::max(current, written_end_);
   for (size_t l = 0; l < layers_.size(); ++l) {
-    if (layers_[l].kind == LayerKind::kSliding && (base.layers_[l].rows != layers_[l].rows || current > base_n + layers_[l].rows))
+    if (layers_[l].kind == LayerKind::kSliding && (base.layers_[l].rows != layers_[l].rows || end > base_n + layers_[l].rows))
       return false;
   }
   const size_t KV = kv_dim_;
@@ -106,13 +111,14 @@ bool KvCache::RollBack(size_t current, size_t to, const KvCache& base, size_t ba
     Layer& lc = layers_[l];
     if (lc.kind != LayerKind::kSliding) continue;
     // Position p took the row of p - rows, which (p >= base_n, p < base_n + rows) base still holds.
-    for (size_t p = std::max(to, lc.rows); p < current; ++p) {
+    for (size_t p = std::max(to, lc.rows); p < end; ++p) {
       const size_t row = p % lc.rows;
       std::memcpy(lc.keys.data() + row * KV, base.layers_[l].keys.data() + row * KV, KV * sizeof(float));
       std::memcpy(lc.values.data() + row * KV, base.layers_[l].values.data() + row * KV, KV * sizeof(float));
     }
   }
   undo_count_ = 0;
+  written_end_ = to;
   return true;
 }
 
@@ -134,6 +140,7 @@ void KvCache::Export(size_t n, std::string* out) const {
 Status KvCache::Import(size_t n, const uint8_t* data, size_t size) {
   if (n > context_) return OutOfRange("cached state of " + std::to_string(n) + " positions exceeds the context of " + std::to_string(context_));
   if (size != StateBytes(n)) return CorruptFile("cached state holds " + std::to_string(size) + " bytes, expected " + std::to_string(StateBytes(n)));
+  written_end_ = n;
   for (Layer& lc : layers_) {
     const size_t bytes = LiveRows(lc, n) * kv_dim_ * sizeof(float);
     std::memcpy(lc.keys.data(), data, bytes);
@@ -145,6 +152,7 @@ Status KvCache::Import(size_t n, const uint8_t* data, size_t size) {
 
 Status KvCache::Zero(size_t n) {
   if (n > context_) return OutOfRange(std::to_string(n) + " positions exceed the context of " + std::to_string(context_));
+  written_end_ = n;
   for (Layer& lc : layers_) {
     const size_t count = LiveRows(lc, n) * kv_dim_;
     std::fill(lc.keys.data(), lc.keys.data() + count, 0.0f);

@@ -63,7 +63,8 @@ class KvCache {
   // read before they are written again); a sliding ring gets back from `base` the rows that
   // positions [to, current) overwrote. Cheaper than a whole CopyFrom by the ring's length over
   // the positions taken back. Possible while no ring wrapped since the copy (current <= base_n +
-  // its rows): false otherwise, with nothing changed. Discards the SaveRing backup.
+  // its rows; counting any position written past `current`): false otherwise, with nothing
+  // changed. Discards the SaveRing backup.
   bool RollBack(size_t current, size_t to, const KvCache& base, size_t base_n);
   // As bytes (cache files): Export appends StateBytes(n) bytes, Import reads exactly that back.
   uint64_t StateBytes(size_t n) const;
@@ -105,6 +106,9 @@ class KvCache {
   // SaveRing's copies: per sliding layer, kMaxUndoRows rows of keys then as many of values.
   FloatBuffer undo_;
   size_t undo_start_ = 0, undo_count_ = 0;
+  // One past the last position Commit wrote since the state was copied, imported or zeroed
+  // (RollBack repairs the ring rows up to it).
+  size_t written_end_ = 0;
 };
 
 }  // namespace fgemma

@@ -88,6 +88,36 @@ TEST(KvCache, QueriesSeeTheirWindowThroughRingWrapAround) {
   EXPECT_EQ(cache->bytes(LayerKind::kGlobal), 2 * 32 * kKvDim * sizeof(float));
 }
 
+// RollBack: a copy of a base state, extended, comes back to a position after the base by getting
+// back from the base the ring rows later positions overwrote, also those a position past the
+// stated one wrote (a speculative batch not taken back); the next chunk sees exactly its window.
+// A ring wrapped since the copy cannot be rolled back, and nothing changes.
+TEST(KvCache, RollBackRepairsTheRingFromTheBase) {
+  const ModelConfig config = SmallConfig();
+  auto base = KvCache::Create(config, 32).value();
+  size_t max_runs = 0;
+  RunChunk(base, 0, 10, &max_runs);  // the ring (4 rows) has wrapped
+  ASSERT_FALSE(HasFatalFailure());
+  for (size_t to : {10u, 11u, 12u}) {
+    auto work = KvCache::Create(config, 32).value();
+    work.CopyFrom(base, 10);
+    RunChunk(work, 10, 3, &max_runs);  // positions 10-12 replace the rows of 6-8
+    ASSERT_FALSE(HasFatalFailure());
+    // Stated as 12 positions: position 12's row was written past it and is repaired too.
+    ASSERT_TRUE(work.RollBack(12, to, base, 10)) << to;
+    RunChunk(work, to, 4, &max_runs);
+    ASSERT_FALSE(HasFatalFailure()) << "rolled back to " << to;
+  }
+  auto wrapped = KvCache::Create(config, 32).value();
+  wrapped.CopyFrom(base, 10);
+  RunChunk(wrapped, 10, 5, &max_runs);  // 5 positions past the copy: the 4-row ring wrapped
+  ASSERT_FALSE(HasFatalFailure());
+  EXPECT_FALSE(wrapped.RollBack(15, 12, base, 10));
+  EXPECT_FALSE(wrapped.RollBack(12, 9, base, 10));  // before the base
+  RunChunk(wrapped, 15, 2, &max_runs);  // unchanged: the ring still serves position 15 on
+  ASSERT_FALSE(HasFatalFailure());
+}
+
 TEST(KvCache, StateRoundTripsThroughExportImportAndCopy) {
   const ModelConfig config = SmallConfig();
   auto a = KvCache::Create(config, 32).value();

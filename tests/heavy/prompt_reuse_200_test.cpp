@@ -3,7 +3,6 @@
 // positions a request shares with the previous one answers token for token as one that evaluates
 // every turn from the restored catalog state.
 #include "../runtime/constrained_support.h"
-#include "runtime/function_caller.h"
 
 namespace fgemma {
 namespace {
@@ -38,13 +37,11 @@ TEST(PromptReuseHeavy, TwoHundredRequestsEqualWithAndWithoutReuse) {
     // Mostly a few tokens (the turn and call fit the mini model's 16-row rings: positions kept),
     // sometimes the whole call (the rings wrap: the state is copied whole).
     req.limits.max_tokens = gen.Pick(4) == 0 ? 0 : 1 + gen.Pick(3);
-    auto a = with->Call(req), b = without->Call(req);
-    ASSERT_TRUE(a.ok()) << i << ": " << a.status().ToString();
-    ASSERT_TRUE(b.ok()) << i << ": " << b.status().ToString();
-    ASSERT_EQ(a->output_tokens, b->output_tokens) << "request " << i << ": " << utterance;
-    EXPECT_EQ(a->finish_reason, b->finish_reason) << i;
-    reused += a->timing.reused_tokens;
-    reusing += a->timing.reused_tokens > 0;
+    const auto both = test::CallBoth(*with, *without, req, "request " + std::to_string(i) + ": " + utterance);
+    ASSERT_TRUE(both.has_value());
+    if (HasFailure()) return;
+    reused += both->first.timing.reused_tokens;
+    reusing += both->first.timing.reused_tokens > 0;
   }
   std::printf("200 requests: %zu reused a part of the previous turn (%zu tokens)\n", reusing, reused);
   EXPECT_GT(reusing, 20u);

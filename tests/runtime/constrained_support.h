@@ -4,12 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <utility>
+#include <vector>
+
 #include "chat/call_grammar.h"
 #include "chat/parse_call.h"
 #include "chat/render.h"
 #include "chat/request.h"
 #include "random_catalog.h"
 #include "runtime/call_generator.h"
+#include "runtime/function_caller.h"
 #include "runtime/session.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
@@ -56,6 +61,31 @@ inline ChatRequest MakeRequest(const OrderedJson& tools, const std::string& utte
 
 // Runs `count` random catalogs through constrained decoding, cycling tool_choice modes, and checks
 // that every output parses and validates.
+// Logits of `tokens` evaluated one at a time after the session's state, [tokens, vocab].
+inline std::vector<float> LogitsOneAtATime(Session& s, const std::vector<int32_t>& tokens) {
+  const size_t vocab = static_cast<size_t>(s.model().config().vocab_size);
+  std::vector<float> all(tokens.size() * vocab);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    HeadRequest h;
+    h.logits = all.data() + i * vocab;
+    EXPECT_TRUE(s.Evaluate(std::span<const int32_t>(&tokens[i], 1), std::span<HeadRequest>(&h, 1)).ok());
+  }
+  return all;
+}
+
+// Runs `req` on a caller with a speed-up and on one without it, and checks they answer the same
+// tokens with the same finish reason. Both outcomes, or nullopt (a failure recorded) when a call fails.
+inline std::optional<std::pair<CallOutcome, CallOutcome>> CallBoth(FunctionCaller& with, FunctionCaller& without,
+                                                                   const CallRequest& req, const std::string& what) {
+  auto a = with.Call(req), b = without.Call(req);
+  EXPECT_TRUE(a.ok()) << what << ": " << a.status().ToString();
+  EXPECT_TRUE(b.ok()) << what << ": " << b.status().ToString();
+  if (!a.ok() || !b.ok()) return std::nullopt;
+  EXPECT_EQ(a->output_tokens, b->output_tokens) << what;
+  EXPECT_EQ(a->finish_reason, b->finish_reason) << what;
+  return std::make_pair(std::move(a).value(), std::move(b).value());
+}
+
 inline void RunRandomCatalogs(size_t count, uint32_t seed) {
   auto& w = ConstrainedWorld::Get();
   CatalogGenerator gen(seed);

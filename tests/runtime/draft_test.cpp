@@ -64,16 +64,7 @@ TEST(DraftRollback, RewindEqualsNeverEvaluating) {
   for (size_t i = 0; i < kept.size(); ++i) kept[i] = static_cast<int32_t>(5000 + 11 * i);
   for (size_t i = 0; i < rejected.size(); ++i) rejected[i] = static_cast<int32_t>(9000 + 13 * i);
   for (size_t i = 0; i < after.size(); ++i) after[i] = static_cast<int32_t>(20000 + 17 * i);
-  const size_t vocab = static_cast<size_t>(w.model->config().vocab_size);
-  auto logits_after = [&](Session& s) {
-    std::vector<float> all(after.size() * vocab);
-    for (size_t i = 0; i < after.size(); ++i) {
-      HeadRequest h;
-      h.logits = all.data() + i * vocab;
-      EXPECT_TRUE(s.Evaluate(std::span<const int32_t>(&after[i], 1), std::span<HeadRequest>(&h, 1)).ok());
-    }
-    return all;
-  };
+  auto logits_after = [&](Session& s) { return test::LogitsOneAtATime(s, after); };
   auto reference = w.NewSession();
   ASSERT_TRUE(reference->Evaluate(prompt).ok());
   ASSERT_TRUE(reference->Evaluate(kept).ok());

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "constrained_support.h"
-#include "runtime/function_caller.h"
 
 namespace fgemma {
 namespace {
@@ -14,18 +13,6 @@ std::vector<int32_t> Ids(size_t n, int32_t first, int32_t step) {
   std::vector<int32_t> ids(n);
   for (size_t i = 0; i < n; ++i) ids[i] = first + static_cast<int32_t>(i) * step;
   return ids;
-}
-
-// Logits of `after`, one token at a time.
-std::vector<float> LogitsAfter(Session& s, const std::vector<int32_t>& after) {
-  const size_t vocab = static_cast<size_t>(s.model().config().vocab_size);
-  std::vector<float> all(after.size() * vocab);
-  for (size_t i = 0; i < after.size(); ++i) {
-    HeadRequest h;
-    h.logits = all.data() + i * vocab;
-    EXPECT_TRUE(s.Evaluate(std::span<const int32_t>(&after[i], 1), std::span<HeadRequest>(&h, 1)).ok());
-  }
-  return all;
 }
 
 // Rolling back to a position after the copied state equals evaluating only the kept tokens after
@@ -40,7 +27,7 @@ TEST(PromptReuse, RollBackEqualsEvaluatingOnlyTheKeptTokens) {
     auto reference = w.NewSession();
     ASSERT_TRUE(reference->CopyStateFrom(*catalog).ok());
     ASSERT_TRUE(reference->Evaluate(std::span<const int32_t>(turn).first(keep)).ok());
-    const std::vector<float> want = LogitsAfter(*reference, after);
+    const std::vector<float> want = test::LogitsOneAtATime(*reference, after);
     for (int how = 0; how < 3; ++how) {
       auto work = w.NewSession();
       ASSERT_TRUE(work->CopyStateFrom(*catalog).ok());
@@ -56,7 +43,7 @@ TEST(PromptReuse, RollBackEqualsEvaluatingOnlyTheKeptTokens) {
       ASSERT_TRUE(work->RollBackTo(prefix.size() + keep, *catalog).ok()) << "keep " << keep << " how " << how;
       EXPECT_EQ(work->position(), prefix.size() + keep);
       EXPECT_FALSE(work->Rewind(1).ok());  // the speculative batch's backup is gone with its positions
-      const std::vector<float> got = LogitsAfter(*work, after);
+      const std::vector<float> got = test::LogitsOneAtATime(*work, after);
       ASSERT_EQ(got.size(), want.size());
       EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "keep " << keep << " how " << how;
     }
@@ -101,15 +88,13 @@ TEST(PromptReuse, CallsEqualWithAndWithoutReuse) {
   for (const Step& step : steps) {
     CallRequest req{test::MakeRequest(tools, step.utterance), ToolChoice{step.mode, ""}, {}, {}};
     req.limits.max_tokens = step.max_tokens;
-    auto a = with->Call(req), b = without->Call(req);
-    ASSERT_TRUE(a.ok()) << step.utterance << ": " << a.status().ToString();
-    ASSERT_TRUE(b.ok()) << step.utterance << ": " << b.status().ToString();
-    EXPECT_EQ(a->output_tokens, b->output_tokens) << step.utterance;
-    EXPECT_EQ(a->finish_reason, b->finish_reason) << step.utterance;
-    EXPECT_EQ(b->timing.reused_tokens, 0u);
-    EXPECT_LT(a->timing.reused_tokens, a->timing.prompt_tokens);
-    reused += a->timing.reused_tokens;
-    calls_reusing += a->timing.reused_tokens > 0;
+    const auto both = test::CallBoth(*with, *without, req, step.utterance);
+    ASSERT_TRUE(both.has_value());
+    const CallTiming &a = both->first.timing, &b = both->second.timing;
+    EXPECT_EQ(b.reused_tokens, 0u);
+    EXPECT_LT(a.reused_tokens, a.prompt_tokens);
+    reused += a.reused_tokens;
+    calls_reusing += a.reused_tokens > 0;
   }
   // The second "Volume 70" keeps all of its turn but the last token; "Volume 20" its opening.
   std::printf("%zu tokens kept over %zu calls\n", reused, calls_reusing);
