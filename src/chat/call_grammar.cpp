@@ -1,6 +1,7 @@
 #include "chat/call_grammar.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <numeric>
 
@@ -219,6 +220,20 @@ void CallMatcher::StateKey(std::string* out) const {
     put(f.count);
     put(f.seen);
   }
+}
+
+bool CallMatcher::LaterKeyOpen() const {
+  for (int i = top_; i >= 0; --i) {
+    const Frame& f = stack_[static_cast<size_t>(i)];
+    if (f.kind == FrameKind::kFreeKey) return true;
+    if (f.kind != FrameKind::kObject) continue;
+    const CallGrammar::Node& node = g_->nodes()[static_cast<size_t>(f.node)];
+    if (node.free_keys) return true;
+    const size_t n = node.choices.size();
+    const size_t after = f.seen == 0 ? 0 : static_cast<size_t>(64 - std::countl_zero(f.seen));  // past the last key
+    return after < n;
+  }
+  return false;
 }
 
 bool CallMatcher::Done() const { return top_ == 0 && stack_[0].phase == kTopDone; }

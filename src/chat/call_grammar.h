@@ -121,6 +121,10 @@ class CallMatcher {
   // Appends a byte string that identifies the matcher's state within its grammar (every frame's
   // fields, the call count): equal keys accept exactly the same continuations.
   void StateKey(std::string* out) const;
+  // Whether the innermost object may still take a declared property that sorts after every one it
+  // has (a writer of sorted keys has one to come); true for objects of free keys, false outside
+  // objects.
+  bool LaterKeyOpen() const;
   // Calls completed so far, and whether the turn went the plain-text way.
   uint32_t calls() const { return calls_; }
   bool is_text() const { return text_; }

@@ -19,9 +19,11 @@ constexpr size_t kLookupBytes = 96;    // continuation text looked up
 constexpr size_t kEncodeBytes = 48;    // encoded at a time (re-encoded after each forced run)
 constexpr size_t kMaxCandidates = 32;  // continuations tried per lookup (most fail at their first token)
 constexpr size_t kNameWorth = 8;       // guessed tokens the named tool's candidate is worth
+constexpr size_t kTextWorth = 6;       // guessed free-text tokens an utterance's match is worth
 // FunctionGemma's call opening (the grammar refuses a guess of it where no call may start).
 constexpr std::string_view kCallStart = "<start_function_call>call:";
 constexpr std::string_view kCall = "call:";
+constexpr std::string_view kClose = "}";  // then <end_function_call>, forced
 
 // After "key:" (a number, a boolean, an enum's <escape> to come) or "key:<escape>" (an enum's
 // value), outside free text: where the utterance's words are tried first.
@@ -106,6 +108,7 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
   const uint32_t g = opt.draft_guessers;
   const size_t lookups = (g & kGuessChain) ? std::max<size_t>(opt.draft_lookups, 1) : 1;
   bool after_word = false;  // the last segment was a word of the utterance that ended a value
+  std::string_view word_rest;  // then: the utterance after that word
   for (size_t lookup = 0; lookup < lookups && used < room && !s.Done(); ++lookup) {
     uint32_t key = 0, left = 0;
     const bool text = s.TextState(&key, &left);
@@ -133,6 +136,23 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
         const auto split = std::stable_partition(candidates_.begin(), candidates_.end(), named);
         candidates_.insert(split, DraftCandidate{name_guess_, kNameWorth, DraftSource::kName});
       }
+    }
+    // A value the utterance's word ended closes the call when no key may follow, and before an
+    // earlier call's ',' when the utterance says nothing after the word ("Cool the office down to
+    // 19") or every key that sorts after the written ones is written (calls list their keys
+    // sorted).
+    // After any other value (a string's or an enum's closing <escape>, a boolean), the close comes
+    // first when no key that sorts after the written ones is left.
+    const bool value_ended = after_word || (!text && (hyp_.ends_with("<escape>") || hyp_.ends_with("true") ||
+                                                      hyp_.ends_with("false") || hyp_.ends_with(']')));
+    if ((g & kGuessClose) && value_ended && s.Accepts('}')) {
+      const bool said_all = after_word && std::none_of(word_rest.begin(), word_rest.end(), WordByte);
+      const bool more = s.Accepts(',');
+      const DraftCandidate close{kClose, 2, DraftSource::kClose};
+      if (more && (said_all || !s.LaterKeyOpen()))
+        candidates_.insert(candidates_.begin(), close);
+      else if (!more)
+        candidates_.push_back(close);
     }
     bool extended = false, chain = false;
     for (const DraftCandidate& c : candidates_) {
@@ -212,8 +232,16 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
           heads_[n_slots].index = batch_.size() - 1;
           ++n_slots;
           // Verifying a guess in free text takes a whole-vocabulary head: only strong evidence
-          // (an earlier output's beginning, a long match) guesses on there.
-          if (worth < 8 && t.TextState(&key, &left)) worth = seg;
+          // (an earlier output's beginning, a long match) guesses on there, and the utterance's
+          // own text (a string value is mostly copied from it: "06:30", "lo-fi beats"), which
+          // guesses on for kTextWorth tokens: the heads of one pass share a read of the embedding,
+          // so a guessed text position costs a fraction of the pass a correct one saves.
+          if (t.TextState(&key, &left)) {
+            if (c.source == DraftSource::kTextMatch)
+              worth = std::max(worth, kTextWorth);
+            else if (worth < 8)
+              worth = seg;
+          }
           if (diverged) {
             open = false;
             break;
@@ -260,6 +288,7 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
       s = t;
       extended = true;
       after_word = c.source == DraftSource::kWord && !AtValue(hyp_, s);  // (a key's word: its value comes next)
+      word_rest = after_word && stop_at < cont.size() ? cont.substr(stop_at) : std::string_view();
       // Look up again where the source ran out or left the grammar, in structure (a guess in free
       // text needs whole-vocabulary heads: it goes on only with its own evidence).
       chain = at_value || (!limited && !done && !t.TextState(&key, &left));

@@ -22,7 +22,9 @@ enum class DraftSource : uint8_t {
   kTextMatch,     // the same, found in other text (the utterance)
   kWord,          // a word of the utterance, where the grammar expects a key or a value
   kName,          // the tool the utterance names (CallGenerator: words of a function's name)
+  kClose,         // the call's closing '}' after a value the utterance said (CallGenerator)
 };
+inline constexpr size_t kDraftSourceCount = 6;
 const char* DraftSourceName(DraftSource s);
 
 // Candidate continuations (each at most max_bytes), best first, at most max_candidates, no two

@@ -75,6 +75,30 @@ TEST(CallGrammar, AcceptsFormattedCallsAndRejectsViolations) {
   EXPECT_FALSE(CallGrammar::Compile(tools.value(), ToolChoice{ToolChoiceMode::kFunction, "nope"}).ok());
 }
 
+// LaterKeyOpen (the draft guesser's close rule): whether the innermost object still has a declared
+// property sorting after every written one, through nested values and free-key objects.
+TEST(CallGrammar, LaterKeyOpenLooksAtTheInnermostObject) {
+  auto tools = ParseTools(OrderedJson::parse(R"([{"type":"function","function":{"name":"f","description":"d",
+    "parameters":{"type":"object","properties":{"b":{"type":"integer"},"d":{"type":"object","properties":{"x":{"type":"string"},
+    "y":{"type":"integer"}}},"f":{"type":"object"},"h":{"type":"boolean"}}}}}])"));
+  ASSERT_TRUE(tools.ok()) << tools.status().ToString();
+  auto g = CallGrammar::Compile(tools.value(), ToolChoice{});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto open_after = [&](std::string_view text) {
+    CallMatcher m(&g.value());
+    EXPECT_TRUE(FeedText(m, text)) << text;
+    return m.LaterKeyOpen();
+  };
+  EXPECT_FALSE(open_after(""));                                        // outside any object
+  EXPECT_TRUE(open_after("<start_function_call>call:f{"));             // nothing written yet
+  EXPECT_TRUE(open_after("<start_function_call>call:f{b:12"));         // d, f, h sort after b
+  EXPECT_FALSE(open_after("<start_function_call>call:f{h:true"));      // b, d, f are left, all before h
+  EXPECT_TRUE(open_after("<start_function_call>call:f{d:{x:<escape>a<escape>"));  // inner: y after x
+  EXPECT_FALSE(open_after("<start_function_call>call:f{d:{y:3"));      // inner: x only, before y
+  EXPECT_TRUE(open_after("<start_function_call>call:f{d:{y:3},"));     // outer again: f, h after d
+  EXPECT_TRUE(open_after("<start_function_call>call:f{f:{"));          // free keys: anything may come
+}
+
 // At the byte cap a text or string may not start a character it has no room to finish: otherwise no
 // byte and no closing symbol would be allowed (found by the 200-catalog test: free text ending in 0xE4).
 TEST(CallGrammar, CappedTextNeverEndsInHalfACharacter) {

@@ -213,7 +213,7 @@ TEST(Drafts, NamedToolAndWholeWordValuesAreGuessed) {
   ASSERT_TRUE(grammar.ok()) << grammar.status().ToString();
   const auto ids = w.tokenizer.Encode(RenderPrompt(req).value());
   auto session = w.NewSession();
-  size_t accepted[5] = {};
+  size_t accepted[kDraftSourceCount] = {};
   auto run = [&](bool draft, size_t lookups, ConstrainedStats* st) {
     ConstrainedOptions opt;
     opt.draft = draft;
@@ -245,6 +245,66 @@ TEST(Drafts, NamedToolAndWholeWordValuesAreGuessed) {
   EXPECT_LT(chained.model_calls, plain.model_calls);
   std::printf("named tool: %zu passes without drafts, %zu with one lookup per pass, %zu chained\n", plain.model_calls,
               one.model_calls, chained.model_calls);
+}
+
+// The close rule: after the last value the utterance says (a number ending it, a copied time
+// string with no key sorting after it), the call's '}' and the tokens after it are guessed in the
+// same pass instead of an earlier call's ','. The utterance's own text guesses on in a string value
+// ("06:30" from "6:30") with a short match. Tokens equal decoding without drafts either way.
+TEST(Drafts, CallsCloseAfterTheirLastValue) {
+  auto& w = test::ConstrainedWorld::Get();
+  const OrderedJson tools = OrderedJson::parse(R"([
+    {"type":"function","function":{"name":"set_volume","description":"d","parameters":{"type":"object",
+      "properties":{"level":{"type":"integer"},"speaker":{"type":"string"}},"required":["level"]}}},
+    {"type":"function","function":{"name":"set_alarm","description":"d","parameters":{"type":"object",
+      "properties":{"label":{"type":"string"},"time":{"type":"string"}},"required":["time"]}}}])");
+  struct Case {
+    std::string utterance, output, history;
+  };
+  const Case cases[] = {
+      {"volume 70", "<start_function_call>call:set_volume{level:70}<end_function_call><start_function_response>",
+       "<start_function_call>call:set_volume{level:30,speaker:<escape>kitchen<escape>}<end_function_call><start_function_response>"},
+      {"wake me up at 6:30 am", "<start_function_call>call:set_alarm{time:<escape>06:30<escape>}<end_function_call><start_function_response>",
+       "<start_function_call>call:set_alarm{time:<escape>07:15<escape>,label:<escape>gym<escape>}<end_function_call><start_function_response>"},
+  };
+  for (const Case& c : cases) {
+    ChatRequest req = test::MakeRequest(tools, c.utterance);
+    auto grammar = CallGrammar::Compile(req.tools, ToolChoice{ToolChoiceMode::kAuto, ""}, GrammarLimits{});
+    ASSERT_TRUE(grammar.ok()) << grammar.status().ToString();
+    const auto ids = w.tokenizer.Encode(RenderPrompt(req).value());
+    auto session = w.NewSession();
+    size_t closes = 0;
+    const std::vector<std::string> sources = {c.history, c.utterance};
+    auto run = [&](bool draft, uint32_t guessers, ConstrainedStats* st) {
+      ConstrainedOptions opt;
+      opt.draft = draft;
+      opt.draft_guessers = guessers;
+      opt.draft_sources = sources;
+      opt.draft_anchored = 1;
+      opt.on_draft_pass = [&](const DraftPassTrace& t) {
+        for (size_t k = 0; k < t.accepted; ++k) closes += t.sources[k] == DraftSource::kClose ? 1 : 0;
+      };
+      FollowText follow(w.vocab, c.output);
+      opt.choice_hook = &follow;
+      CallGenerator cg(w.vocab, grammar.value(), w.model->config().vocab_size);
+      std::vector<int32_t> out;
+      session->Reset();
+      EXPECT_TRUE(cg.Generate(*session, ids, opt, &out, st).ok());
+      return out;
+    };
+    ConstrainedStats plain, no_close, all;
+    const std::vector<int32_t> want = run(false, kGuessAll, &plain);
+    std::string text;
+    for (int32_t id : want) text += w.vocab.TokenText(id);
+    EXPECT_EQ(text, c.output);
+    EXPECT_EQ(run(true, kGuessAll & ~kGuessClose, &no_close), want) << c.utterance;
+    closes = 0;
+    EXPECT_EQ(run(true, kGuessAll, &all), want) << c.utterance;
+    EXPECT_EQ(closes, 1u) << c.utterance;
+    EXPECT_LT(all.model_calls, no_close.model_calls) << c.utterance;
+    std::printf("%s: %zu passes without drafts, %zu without the close rule, %zu with it\n", c.utterance.c_str(),
+                plain.model_calls, no_close.model_calls, all.model_calls);
+  }
 }
 
 }  // namespace

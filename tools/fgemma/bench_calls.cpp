@@ -34,7 +34,7 @@ double ProcessCpuMs() {
 struct DraftTally {
   size_t passes = 0, guessing_passes = 0, wasted_passes = 0, positions = 0, rewound = 0;
   size_t full_heads = 0, full_heads_unused = 0, guessed_full = 0;
-  size_t guessed[5] = {}, accepted[5] = {}, first_miss[5] = {};
+  size_t guessed[kDraftSourceCount] = {}, accepted[kDraftSourceCount] = {}, first_miss[kDraftSourceCount] = {};
 };
 
 std::string Escaped(std::string_view s) {
@@ -81,7 +81,7 @@ void PrintTally(const DraftTally& y, size_t calls) {
                y.passes / n, y.guessing_passes / n, y.wasted_passes / n, y.positions / n, y.rewound / n, y.full_heads / n,
                y.full_heads_unused / n, y.guessed_full / n);
   std::fprintf(stderr, "%-14s %9s %9s %9s %11s\n", "source", "guessed", "accepted", "rate", "first miss");
-  for (size_t i = 0; i < 5; ++i) {
+  for (size_t i = 0; i < kDraftSourceCount; ++i) {
     if (y.guessed[i] == 0) continue;
     std::fprintf(stderr, "%-14s %9.2f %9.2f %8.0f%% %11.2f\n", DraftSourceName(static_cast<DraftSource>(i)), y.guessed[i] / n,
                  y.accepted[i] / n, 100.0 * static_cast<double>(y.accepted[i]) / static_cast<double>(y.guessed[i]),
