@@ -32,6 +32,9 @@ struct DraftPassTrace {
   size_t batch = 0;                       // positions evaluated (pending + guesses + their forced runs)
   size_t kept = 0;                        // of which kept (the rest were rewound)
   size_t accepted = 0;                    // guesses confirmed
+  // Wall time of the pass's parts (ms): building the guess, preparing the heads (allowed sets),
+  // the model pass with its heads, reading the heads and rewinding.
+  double guess_ms = 0, heads_ms = 0, model_ms = 0, read_ms = 0;
 };
 
 // Rules of the draft guesser (ConstrainedOptions::draft_guessers).

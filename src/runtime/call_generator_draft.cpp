@@ -11,6 +11,8 @@
 // the tokens, the ChoiceHook's calls and on_token's are those of Generate without drafts.
 #include <algorithm>
 
+#include <chrono>
+
 #include "runtime/call_generator.h"
 #include "runtime/draft_lookup.h"
 
@@ -92,16 +94,22 @@ Status CallGenerator::GenerateDrafted(Session& session, std::span<const int32_t>
     heads_[0] = HeadRequest{};
     heads_[0].index = batch_.size() - 1;
     guess_sources_.clear();
+    using Clock = std::chrono::steady_clock;
+    const bool timed = static_cast<bool>(opt.on_draft_pass);
+    const Clock::time_point t0 = timed ? Clock::now() : Clock::time_point();
     const size_t limit = session.max_speculative_batch();
     if (batch_.size() < limit) {
       const size_t room = std::min({opt.max_draft, limit - batch_.size(), opt.max_tokens - out->size()});
       n_slots = BuildGuess(opt, room);
     }
+    const Clock::time_point t1 = timed ? Clock::now() : t0;
     for (size_t k = 0; k < n_slots; ++k) FGEMMA_RETURN_IF_ERROR(PrepareHead(slots_[k], opt, session, &heads_[k], &st));
+    const Clock::time_point t2 = timed ? Clock::now() : t0;
     const std::span<HeadRequest> heads(heads_.data(), n_slots);
     const size_t undoable = batch_.size() - pending_.size();
     if (undoable > 0) FGEMMA_RETURN_IF_ERROR(session.EvaluateSpeculative(batch_, heads, undoable));
     else FGEMMA_RETURN_IF_ERROR(session.Evaluate(batch_, heads));
+    const Clock::time_point t3 = timed ? Clock::now() : t0;
     ++st.model_calls;
     st.drafted_tokens += guesses_.size();
 
@@ -165,6 +173,11 @@ Status CallGenerator::GenerateDrafted(Session& session, std::span<const int32_t>
       trace.batch = batch_.size();
       trace.kept = kept;
       trace.accepted = st.accepted_tokens - accepted_before;
+      auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+      trace.guess_ms = ms(t0, t1);
+      trace.heads_ms = ms(t1, t2);
+      trace.model_ms = ms(t2, t3);
+      trace.read_ms = ms(t3, Clock::now());
       opt.on_draft_pass(trace);
     }
   }

@@ -3,6 +3,7 @@
 // positions [0, n) survives export/import and copies between caches of other contexts.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,16 @@ void RunChunk(KvCache& cache, size_t start, size_t n, size_t* max_runs) {
       }
     }
     if (!global) cache.Commit(layer, start, n, k.data(), v.data());
+  }
+}
+
+// KV layers and forward buffers start on a cache line: with kv_dim a multiple of 16 floats no 64-byte
+// vector load of a row straddles two.
+TEST(FloatBuffer, StartsOnACacheLine) {
+  for (size_t n : {size_t{1}, size_t{255}, size_t{4096}, size_t{1} << 22}) {
+    FloatBuffer b(n);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % FloatBuffer::kAlignment, 0u) << n;
+    b.data()[n - 1] = 1.0f;
   }
 }
 

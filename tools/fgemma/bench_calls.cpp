@@ -69,8 +69,8 @@ void TracePass(const DraftPassTrace& t, const ConstraintVocab& vocab, DraftTally
     line += DraftSourceName(t.sources[k]);
     if (k < t.full_heads.size() && t.full_heads[k]) line += "(full)";
   }
-  std::fprintf(stderr, "%s | accepted %zu/%zu, batch %zu, kept %zu\n", line.c_str(), t.accepted, t.guesses.size(), t.batch,
-               t.kept);
+  std::fprintf(stderr, "%s | accepted %zu/%zu, batch %zu, kept %zu | ms: guess %.2f heads %.2f model %.2f read %.2f\n",
+               line.c_str(), t.accepted, t.guesses.size(), t.batch, t.kept, t.guess_ms, t.heads_ms, t.model_ms, t.read_ms);
 }
 
 void PrintTally(const DraftTally& y, size_t calls) {
