@@ -124,6 +124,32 @@ TEST_P(AttentionKernelTest, ScoresDoNotDependOnRunSplits) {
   }
 }
 
+// Nor on the keys beside it: keys are scored in tiles of several (4 keys with the two column chains
+// one after the other for 4 heads, 2 interleaved otherwise) and one at a time at the end of the list.
+// Starting the list 1-4 keys later moves every key to another place in its tile or into the tail.
+TEST_P(AttentionKernelTest, ScoresDoNotDependOnTheKeysBeside) {
+  std::mt19937 rng(11);
+  for (size_t groups : {1, 2, 4, 8}) {
+    for (size_t hd : {256, 64, 100}) {
+      const size_t total = 29;
+      const std::vector<float> k = RandomNormal(total * hd, rng), q = RandomNormal(groups * hd, rng);
+      std::vector<float> whole(groups * total);
+      const KvRun all{k.data(), total};
+      AttentionScores(q.data(), hd, groups, &all, 1, hd, hd, whole.data(), total);
+      for (size_t start = 1; start <= 4; ++start) {
+        const size_t n = total - start;
+        const KvRun later{k.data() + start * hd, n};
+        std::vector<float> got(groups * n);
+        AttentionScores(q.data(), hd, groups, &later, 1, hd, hd, got.data(), n);
+        for (size_t g = 0; g < groups; ++g)
+          for (size_t j = 0; j < n; ++j)
+            ASSERT_EQ(got[g * n + j], whole[g * total + start + j])
+                << "groups " << groups << " hd " << hd << " start " << start << " key " << j;
+      }
+    }
+  }
+}
+
 // The forward pass mixes a row's values key block by key block (accumulate) and, for a lone row,
 // in column slices on several threads: both must give the bits of one call over all keys.
 TEST_P(AttentionKernelTest, MixInKeyBlocksAndColumnSlicesEqualsOneCall) {
