@@ -140,6 +140,25 @@ HWY_INLINE void ScoreKeysByChain(const float* q, size_t q_stride, const float* c
   }
 }
 
+// Walks the keys of the runs kK at a time: tile(keys, j) for each whole tile of keys j..j+kK-1,
+// then tail(keys, n, j) for the n < kK left over.
+template <size_t kK, class Tile, class Tail>
+HWY_INLINE void ForKeyTiles(const KvRun* runs, size_t num_runs, size_t kv_stride, Tile&& tile, Tail&& tail) {
+  const float* keys[kK];
+  size_t pending = 0, j_out = 0;
+  for (size_t r = 0; r < num_runs; ++r) {
+    for (size_t j = 0; j < runs[r].count; ++j) {
+      keys[pending++] = runs[r].rows + j * kv_stride;
+      if (pending == kK) {
+        tile(keys, j_out);
+        j_out += kK;
+        pending = 0;
+      }
+    }
+  }
+  if (pending > 0) tail(keys, pending, j_out);
+}
+
 template <size_t G>
 HWY_INLINE void ScoresT(const float* q, size_t q_stride, const KvRun* runs, size_t num_runs, size_t kv_stride,
                         size_t hd, float* scores, size_t scores_stride) {
@@ -147,39 +166,21 @@ HWY_INLINE void ScoresT(const float* q, size_t q_stride, const KvRun* runs, size
   if constexpr (G == 4 && kThirtyTwoVectorRegisters) {
     // Four keys a pass with the chains one after the other (a query head group of 4: Gemma 3 270m).
     if (hd % (2 * hn::Lanes(d)) == 0) {
-      constexpr size_t kK = 4;
-      const float* keys[kK];
-      size_t pending = 0, j_out = 0;
-      for (size_t r = 0; r < num_runs; ++r) {
-        for (size_t j = 0; j < runs[r].count; ++j) {
-          keys[pending++] = runs[r].rows + j * kv_stride;
-          if (pending == kK) {
-            ScoreKeysByChain<G, kK>(q, q_stride, keys, hd, scores, scores_stride, j_out);
-            j_out += kK;
-            pending = 0;
-          }
-        }
-      }
-      for (size_t kk = 0; kk < pending; ++kk)
-        ScoreKeys<G, 1>(q, q_stride, keys + kk, hd, scores, scores_stride, j_out + kk);
+      ForKeyTiles<4>(
+          runs, num_runs, kv_stride,
+          [&](const float* const* keys, size_t j) { ScoreKeysByChain<G, 4>(q, q_stride, keys, hd, scores, scores_stride, j); },
+          [&](const float* const* keys, size_t n, size_t j) {
+            for (size_t kk = 0; kk < n; ++kk) ScoreKeys<G, 1>(q, q_stride, keys + kk, hd, scores, scores_stride, j + kk);
+          });
       return;
     }
   }
   // Two keys per pass share the query loads while 2 * G * 2 accumulators fit in registers.
   constexpr size_t kK = G <= 4 ? 2 : 1;
-  const float* keys[kK];
-  size_t pending = 0, j_out = 0;
-  for (size_t r = 0; r < num_runs; ++r) {
-    for (size_t j = 0; j < runs[r].count; ++j) {
-      keys[pending++] = runs[r].rows + j * kv_stride;
-      if (pending == kK) {
-        ScoreKeys<G, kK>(q, q_stride, keys, hd, scores, scores_stride, j_out);
-        j_out += kK;
-        pending = 0;
-      }
-    }
-  }
-  if (pending > 0) ScoreKeys<G, 1>(q, q_stride, keys, hd, scores, scores_stride, j_out);
+  ForKeyTiles<kK>(
+      runs, num_runs, kv_stride,
+      [&](const float* const* keys, size_t j) { ScoreKeys<G, kK>(q, q_stride, keys, hd, scores, scores_stride, j); },
+      [&](const float* const* keys, size_t, size_t j) { ScoreKeys<G, 1>(q, q_stride, keys, hd, scores, scores_stride, j); });
 }
 
 // Output columns [c0, c0 + kV * N) of every head of the group.

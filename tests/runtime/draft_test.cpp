@@ -1,6 +1,7 @@
 // Exact speculative drafts (issue 14): the lookup, the KV rollback they need, and that decoding
 // with drafts writes the same tokens as without, in fewer passes.
 #include <cstring>
+#include <optional>
 
 #include "constrained_support.h"
 #include "runtime/draft_lookup.h"
@@ -192,6 +193,57 @@ TEST(Drafts, SmartHomeCallsEqualAndTakeFewerPasses) {
   EXPECT_GT(c.stats.accepted_tokens, 10u);
 }
 
+// One scripted call through CallGenerator: `output` is written (FollowText), drafted from `history`
+// (an earlier output) and the utterance; accepted guesses are counted per source.
+class ScriptedCall {
+ public:
+  ScriptedCall(const OrderedJson& tools, const std::string& utterance, std::string output, std::string history)
+      : world_(test::ConstrainedWorld::Get()),
+        request_(test::MakeRequest(tools, utterance)),
+        output_(std::move(output)),
+        sources_{std::move(history), utterance},
+        session_(world_.NewSession()) {
+    auto grammar = CallGrammar::Compile(request_.tools, ToolChoice{ToolChoiceMode::kAuto, ""}, GrammarLimits{});
+    EXPECT_TRUE(grammar.ok()) << grammar.status().ToString();
+    if (grammar.ok()) grammar_ = std::move(grammar).value();
+    ids_ = world_.tokenizer.Encode(RenderPrompt(request_).value());
+  }
+  // The output's tokens, with or without drafts (lookups 0: the default number per pass).
+  std::vector<int32_t> Run(bool draft, ConstrainedStats* st, size_t lookups = 0, uint32_t guessers = kGuessAll) {
+    ConstrainedOptions opt;
+    opt.draft = draft;
+    if (lookups > 0) opt.draft_lookups = lookups;
+    opt.draft_guessers = guessers;
+    opt.draft_sources = sources_;
+    opt.draft_anchored = 1;
+    opt.on_draft_pass = [&](const DraftPassTrace& t) {
+      for (size_t k = 0; k < t.accepted; ++k) ++accepted[static_cast<size_t>(t.sources[k])];
+    };
+    FollowText follow(world_.vocab, output_);
+    opt.choice_hook = &follow;
+    CallGenerator cg(world_.vocab, *grammar_, world_.model->config().vocab_size);
+    std::vector<int32_t> out;
+    session_->Reset();
+    EXPECT_TRUE(cg.Generate(*session_, ids_, opt, &out, st).ok());
+    return out;
+  }
+  std::string Text(const std::vector<int32_t>& ids) const {
+    std::string text;
+    for (int32_t id : ids) text += world_.vocab.TokenText(id);
+    return text;
+  }
+  size_t accepted[kDraftSourceCount] = {};
+
+ private:
+  test::ConstrainedWorld& world_;
+  ChatRequest request_;
+  std::string output_;
+  std::vector<std::string> sources_;
+  std::optional<CallGrammar> grammar_;
+  std::vector<int32_t> ids_;
+  std::unique_ptr<Session> session_;
+};
+
 // The guesser's other sources: the tool the utterance names (the history holds another tool's
 // call), a value and a key copied as whole words, and the call's closing tokens looked up after
 // them in the same pass. Tokens equal decoding without drafts, with one lookup per pass or more.
@@ -205,42 +257,16 @@ TEST(Drafts, NamedToolAndWholeWordValuesAreGuessed) {
   const std::string utterance = "turn on the bedroom lights";
   const std::string output =
       "<start_function_call>call:set_lights{on:true,room:<escape>bedroom<escape>}<end_function_call><start_function_response>";
-  const std::vector<std::string> sources = {
-      "<start_function_call>call:play_music{query:<escape>jazz<escape>}<end_function_call><start_function_response>",
-      utterance};
-  ChatRequest req = test::MakeRequest(tools, utterance);
-  auto grammar = CallGrammar::Compile(req.tools, ToolChoice{ToolChoiceMode::kAuto, ""}, GrammarLimits{});
-  ASSERT_TRUE(grammar.ok()) << grammar.status().ToString();
-  const auto ids = w.tokenizer.Encode(RenderPrompt(req).value());
-  auto session = w.NewSession();
-  size_t accepted[kDraftSourceCount] = {};
-  auto run = [&](bool draft, size_t lookups, ConstrainedStats* st) {
-    ConstrainedOptions opt;
-    opt.draft = draft;
-    opt.draft_lookups = lookups;
-    opt.draft_sources = sources;
-    opt.draft_anchored = 1;
-    opt.on_draft_pass = [&](const DraftPassTrace& t) {
-      for (size_t k = 0; k < t.accepted; ++k) ++accepted[static_cast<size_t>(t.sources[k])];
-    };
-    FollowText follow(w.vocab, output);
-    opt.choice_hook = &follow;
-    CallGenerator cg(w.vocab, grammar.value(), w.model->config().vocab_size);
-    std::vector<int32_t> out;
-    session->Reset();
-    EXPECT_TRUE(cg.Generate(*session, ids, opt, &out, st).ok());
-    return out;
-  };
+  ScriptedCall call(tools, utterance, output,
+                    "<start_function_call>call:play_music{query:<escape>jazz<escape>}<end_function_call><start_function_response>");
   ConstrainedStats plain, one, chained;
-  const std::vector<int32_t> want = run(false, 1, &plain);
-  std::string text;
-  for (int32_t id : want) text += w.vocab.TokenText(id);
-  EXPECT_EQ(text, output);
-  EXPECT_EQ(run(true, 1, &one), want);
-  std::fill(std::begin(accepted), std::end(accepted), 0);
-  EXPECT_EQ(run(true, 4, &chained), want);
-  EXPECT_GT(accepted[static_cast<size_t>(DraftSource::kName)], 0u);
-  EXPECT_GT(accepted[static_cast<size_t>(DraftSource::kWord)], 0u);
+  const std::vector<int32_t> want = call.Run(false, &plain, 1);
+  EXPECT_EQ(call.Text(want), output);
+  EXPECT_EQ(call.Run(true, &one, 1), want);
+  std::fill(std::begin(call.accepted), std::end(call.accepted), 0);
+  EXPECT_EQ(call.Run(true, &chained, 4), want);
+  EXPECT_GT(call.accepted[static_cast<size_t>(DraftSource::kName)], 0u);
+  EXPECT_GT(call.accepted[static_cast<size_t>(DraftSource::kWord)], 0u);
   EXPECT_LE(chained.model_calls, one.model_calls);
   EXPECT_LT(chained.model_calls, plain.model_calls);
   std::printf("named tool: %zu passes without drafts, %zu with one lookup per pass, %zu chained\n", plain.model_calls,
@@ -268,38 +294,14 @@ TEST(Drafts, CallsCloseAfterTheirLastValue) {
        "<start_function_call>call:set_alarm{time:<escape>07:15<escape>,label:<escape>gym<escape>}<end_function_call><start_function_response>"},
   };
   for (const Case& c : cases) {
-    ChatRequest req = test::MakeRequest(tools, c.utterance);
-    auto grammar = CallGrammar::Compile(req.tools, ToolChoice{ToolChoiceMode::kAuto, ""}, GrammarLimits{});
-    ASSERT_TRUE(grammar.ok()) << grammar.status().ToString();
-    const auto ids = w.tokenizer.Encode(RenderPrompt(req).value());
-    auto session = w.NewSession();
-    size_t closes = 0;
-    const std::vector<std::string> sources = {c.history, c.utterance};
-    auto run = [&](bool draft, uint32_t guessers, ConstrainedStats* st) {
-      ConstrainedOptions opt;
-      opt.draft = draft;
-      opt.draft_guessers = guessers;
-      opt.draft_sources = sources;
-      opt.draft_anchored = 1;
-      opt.on_draft_pass = [&](const DraftPassTrace& t) {
-        for (size_t k = 0; k < t.accepted; ++k) closes += t.sources[k] == DraftSource::kClose ? 1 : 0;
-      };
-      FollowText follow(w.vocab, c.output);
-      opt.choice_hook = &follow;
-      CallGenerator cg(w.vocab, grammar.value(), w.model->config().vocab_size);
-      std::vector<int32_t> out;
-      session->Reset();
-      EXPECT_TRUE(cg.Generate(*session, ids, opt, &out, st).ok());
-      return out;
-    };
+    ScriptedCall call(tools, c.utterance, c.output, c.history);
     ConstrainedStats plain, no_close, all;
-    const std::vector<int32_t> want = run(false, kGuessAll, &plain);
-    std::string text;
-    for (int32_t id : want) text += w.vocab.TokenText(id);
-    EXPECT_EQ(text, c.output);
-    EXPECT_EQ(run(true, kGuessAll & ~kGuessClose, &no_close), want) << c.utterance;
-    closes = 0;
-    EXPECT_EQ(run(true, kGuessAll, &all), want) << c.utterance;
+    const std::vector<int32_t> want = call.Run(false, &plain);
+    EXPECT_EQ(call.Text(want), c.output);
+    EXPECT_EQ(call.Run(true, &no_close, 0, kGuessAll & ~kGuessClose), want) << c.utterance;
+    std::fill(std::begin(call.accepted), std::end(call.accepted), 0);
+    EXPECT_EQ(call.Run(true, &all), want) << c.utterance;
+    const size_t closes = call.accepted[static_cast<size_t>(DraftSource::kClose)];
     EXPECT_EQ(closes, 1u) << c.utterance;
     EXPECT_LT(all.model_calls, no_close.model_calls) << c.utterance;
     std::printf("%s: %zu passes without drafts, %zu without the close rule, %zu with it\n", c.utterance.c_str(),
