@@ -162,10 +162,9 @@ HWY_INLINE void ForKeyTiles(const KvRun* runs, size_t num_runs, size_t kv_stride
 template <size_t G>
 HWY_INLINE void ScoresT(const float* q, size_t q_stride, const KvRun* runs, size_t num_runs, size_t kv_stride,
                         size_t hd, float* scores, size_t scores_stride) {
-  const hn::ScalableTag<float> d;
   if constexpr (G == 4 && kThirtyTwoVectorRegisters) {
     // Four keys a pass with the chains one after the other (a query head group of 4: Gemma 3 270m).
-    if (hd % (2 * hn::Lanes(d)) == 0) {
+    if (hd % (2 * hn::Lanes(hn::ScalableTag<float>())) == 0) {
       ForKeyTiles<4>(
           runs, num_runs, kv_stride,
           [&](const float* const* keys, size_t j) { ScoreKeysByChain<G, 4>(q, q_stride, keys, hd, scores, scores_stride, j); },

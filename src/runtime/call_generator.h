@@ -44,7 +44,7 @@ enum DraftGuesser : uint32_t {
   kGuessNamedTool = 4,     // the tool the utterance names before earlier calls' tools
   kGuessValueBreak = 8,    // an earlier call reaching a value looks up again (words first)
   kGuessStringCheck = 16,  // an earlier call's string value only if the utterance holds it
-  kGuessClose = 32,        // after the utterance's word ends the last value, the call's '}'
+  kGuessClose = 32,        // after what is likely the last value, the call's '}'
   kGuessAll = 63,
 };
 

@@ -10,7 +10,6 @@
 // kernels are exact: matmul_test BatchEqualsOneTokenAtATime, attention's run-order invariance), so
 // the tokens, the ChoiceHook's calls and on_token's are those of Generate without drafts.
 #include <algorithm>
-
 #include <chrono>
 
 #include "runtime/call_generator.h"

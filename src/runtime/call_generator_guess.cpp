@@ -137,12 +137,11 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
         candidates_.insert(split, DraftCandidate{name_guess_, kNameWorth, DraftSource::kName});
       }
     }
-    // A value the utterance's word ended closes the call when no key may follow, and before an
-    // earlier call's ',' when the utterance says nothing after the word ("Cool the office down to
-    // 19") or every key that sorts after the written ones is written (calls list their keys
-    // sorted).
-    // After any other value (a string's or an enum's closing <escape>, a boolean), the close comes
-    // first when no key that sorts after the written ones is left.
+    // After a value (a word of the utterance, a string's or an enum's closing <escape>, a boolean,
+    // an array) the call's close is guessed: last when it is the only way on (no key may follow),
+    // first, before an earlier call's ',', when the utterance says nothing after the word ("Cool
+    // the office down to 19") or no key sorting after the written ones is left (calls list their
+    // keys sorted).
     const bool value_ended = after_word || (!text && (hyp_.ends_with("<escape>") || hyp_.ends_with("true") ||
                                                       hyp_.ends_with("false") || hyp_.ends_with(']')));
     if ((g & kGuessClose) && value_ended && s.Accepts('}')) {

@@ -24,7 +24,7 @@ enum class DraftSource : uint8_t {
   kName,          // the tool the utterance names (CallGenerator: words of a function's name)
   kClose,         // the call's closing '}' after a value the utterance said (CallGenerator)
 };
-inline constexpr size_t kDraftSourceCount = 6;
+inline constexpr size_t kDraftSourceCount = static_cast<size_t>(DraftSource::kClose) + 1;  // the last one
 const char* DraftSourceName(DraftSource s);
 
 // Candidate continuations (each at most max_bytes), best first, at most max_candidates, no two
