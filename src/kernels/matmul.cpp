@@ -54,8 +54,8 @@ void MatMul(const KernelMatrix& w, const Activations& a, float* y, size_t y_stri
   }
   HWY_DASSERT(w.cols % kQuantBlockValues == 0);
   if (a.packed != nullptr) {
-    if (w.repacked != nullptr && row_begin % kernels_internal::kArmPanelRows == 0 &&
-        kernels_internal::ArmDotActive()) {
+    if (w.repacked != nullptr && kernels_internal::ArmDotActive() &&
+        row_begin % kernels_internal::ActivePanelFormat().rows(w.dtype) == 0) {
       kernels_internal::MatMulArmDot(w, a, y, y_stride, row_begin, row_end);
       return;
     }

@@ -16,6 +16,7 @@ struct ArmDotJob {
   size_t scale_bytes = 0;           // offset of the values in a panel
   size_t blocks = 0;                // cols / 32
   bool q4 = false;                  // q4_0 (else q8_0)
+  bool q4_paired = false;           // q4_0 in 8-row paired panels (aarch64; matmul_internal.h)
   const uint8_t* packed = nullptr;  // QuantLayout records
   size_t packed_stride = 0;
   size_t d8_offset = 0;
@@ -27,14 +28,17 @@ struct ArmDotJob {
 };
 // Defined only in builds for Arm (FGEMMA_ARM_DOT).
 void ArmDotMatMul(const ArmDotJob& job);
+// aarch64's q4_0 (job.q4_paired: 8-row paired panels, kernels/matmul_arm_dot_q4.cpp); ArmDotMatMul
+// calls it. Defined only in aarch64 builds.
+void ArmDotPairedQ4MatMul(const ArmDotJob& job);
 
 // smmla (aarch64 i8mm, kernels/matmul_arm_i8mm.cpp): job.tokens must be even. Token pairs are first
 // interleaved into `pairs` (ArmI8mmPairBytes(job.blocks, job.tokens) bytes, 16-byte aligned): in
 // groups of 4 pairs, per block the pairs' scales, then for each pair 8-byte groups of the two
 // tokens' quantized values side by side (the 2x8 operand smmla takes); after them, room for one panel's blocks zipped into smmla
-// operands (160 bytes a block). Rows and tokens get the bits ArmDotMatMul gives them.
-// Defined only in aarch64 builds (FGEMMA_ARM_I8MM).
-inline size_t ArmI8mmPairBytes(size_t blocks, size_t tokens) { return tokens / 2 * blocks * 80 + blocks * 160; }
+// operands (160 bytes a block; a paired q4_0 panel's 8 rows: twice that). Rows and tokens get the
+// bits ArmDotMatMul gives them. Defined only in aarch64 builds (FGEMMA_ARM_I8MM).
+inline size_t ArmI8mmPairBytes(size_t blocks, size_t tokens) { return tokens / 2 * blocks * 80 + blocks * 320; }
 void ArmI8mmMatMul(const ArmDotJob& job, uint8_t* pairs);
 
 }  // namespace fgemma::kernels_internal

@@ -1,13 +1,16 @@
-// smmla (i8mm) kernels for aarch64 over the 4-row dot-product panels of matmul_internal.h, for
-// products of two or more tokens (prefill, batches). Compiled with -march=armv8.2-a+dotprod+i8mm
-// (src/CMakeLists.txt) and called only on the NEON_I8MM target (kernels/cpu_features.h).
+// smmla (i8mm) kernels for aarch64 over the dot-product panels of matmul_internal.h (q8_0: 4 rows;
+// q4_0: 8 paired rows), for products of two or more tokens (prefill, batches). Compiled with
+// -march=armv8.2-a+dotprod+i8mm (src/CMakeLists.txt) and called only on the NEON_I8MM target
+// (kernels/cpu_features.h).
 //
 // smmla multiplies a 2x8 int8 matrix (two rows' 8 consecutive values) by the transpose of another
 // (two tokens' 8 values) into a 2x2 int32 tile. The panels keep the sdot layout (group g of 4 values
 // of rows 0-3 in one vector: the decode kernel needs it, and a second copy would double the
 // weights' memory); two groups zipped in registers give the rows' 8-value operands, once per block
-// for 8 tokens, or once per panel into a scratch when more than 8 tokens pass over it. Per row and token the block's int32 dot is exact whatever the order of its products,
-// and the float steps are those of matmul_arm_dot.cpp:
+// for 8 tokens, or once per panel into a scratch when more than 8 tokens pass over it (a paired
+// q4_0 panel always: its nibbles split once into two 4-row scratch panels). Per row and token the
+// block's int32 dot is exact whatever the order of its products, and the float steps are those of
+// matmul_arm_dot.cpp:
 //   y = fold over blocks b: y = fma(float(int32 dot_b), float(dw_b * dx_b), y), from 0,
 // so a batch equals one token at a time (whose single tokens take sdot), and a row slice the whole.
 #include "kernels/arm_post_index_loads.h"
@@ -59,35 +62,16 @@ void InterleavePairs(const ArmDotJob& job, uint8_t* pairs) {
   }
 }
 
-// Block b of a panel as smmla operands, moving `q` past it: lo[c] = rows 0-1, hi[c] = rows 2-3,
-// values 8c..8c+7. Lanes of group vector g are rows 0-3 of group g: zipping groups 2c and 2c + 1
-// gives row r's values 8c..8c+7 in 8 consecutive bytes, two rows per vector. q4_0: the packed
-// bytes are zipped first (byte i of group j holds elements 4j + i and 16 + 4j + i: one zip serves
-// both nibbles), then each nibble (w + 8, matmul_internal.h; bit 3 flipped: w in 4-bit two's
-// complement) is sign-extended to the int8 w itself, so the tiles need no correction.
-template <bool kQ4>
+// Block b of a q8_0 panel as smmla operands, moving `q` past it: lo[c] = rows 0-1, hi[c] = rows
+// 2-3, values 8c..8c+7. Lanes of group vector g are rows 0-3 of group g: zipping groups 2c and
+// 2c + 1 gives row r's values 8c..8c+7 in 8 consecutive bytes, two rows per vector.
 inline void LoadTiles(const uint8_t*& q, int8x16_t lo[4], int8x16_t hi[4]) {
-  if constexpr (kQ4) {
-    const int8x16x4_t v = Load64(q);
-    for (int h = 0; h < 2; ++h) {  // groups 2h, 2h + 1: values 8h.. (low nibbles), 16 + 8h.. (high)
-      // Nibbles stored as w + 8: flipping bit 3 of each gives w in 4-bit two's complement.
-      const int8x16_t flip = vdupq_n_s8(static_cast<int8_t>(0x88));
-      const int32x4_t a = vreinterpretq_s32_s8(veorq_s8(v.val[2 * h], flip));
-      const int32x4_t n = vreinterpretq_s32_s8(veorq_s8(v.val[2 * h + 1], flip));
-      const int8x16_t r01 = vreinterpretq_s8_s32(vzip1q_s32(a, n)), r23 = vreinterpretq_s8_s32(vzip2q_s32(a, n));
-      lo[h] = vshrq_n_s8(vshlq_n_s8(r01, 4), 4);
-      hi[h] = vshrq_n_s8(vshlq_n_s8(r23, 4), 4);
-      lo[h + 2] = vshrq_n_s8(r01, 4);
-      hi[h + 2] = vshrq_n_s8(r23, 4);
-    }
-  } else {
-    const int8x16x4_t l = Load64(q), h = Load64(q);
-    const int8x16_t w[8] = {l.val[0], l.val[1], l.val[2], l.val[3], h.val[0], h.val[1], h.val[2], h.val[3]};
-    for (int c = 0; c < 4; ++c) {
-      const int32x4_t a = vreinterpretq_s32_s8(w[2 * c]), n = vreinterpretq_s32_s8(w[2 * c + 1]);
-      lo[c] = vreinterpretq_s8_s32(vzip1q_s32(a, n));
-      hi[c] = vreinterpretq_s8_s32(vzip2q_s32(a, n));
-    }
+  const int8x16x4_t l = Load64(q), h = Load64(q);
+  const int8x16_t w[8] = {l.val[0], l.val[1], l.val[2], l.val[3], h.val[0], h.val[1], h.val[2], h.val[3]};
+  for (int c = 0; c < 4; ++c) {
+    const int32x4_t a = vreinterpretq_s32_s8(w[2 * c]), n = vreinterpretq_s32_s8(w[2 * c + 1]);
+    lo[c] = vreinterpretq_s8_s32(vzip1q_s32(a, n));
+    hi[c] = vreinterpretq_s8_s32(vzip2q_s32(a, n));
   }
 }
 
@@ -102,13 +86,12 @@ inline void LoadTiles(const uint8_t*& q, int8x16_t lo[4], int8x16_t hi[4]) {
 // instead, storing as it goes, was more instructions with GCC 12: 11.29M against 11.11M per q8_0
 // prefill token.)
 constexpr size_t kZippedBlockBytes = 160;
-template <bool kQ4>
 void ZipPanel(const ArmDotJob& job, const uint8_t* panel, uint8_t* zipped) {
   const uint8_t* q = panel + job.scale_bytes;
   const uint8_t* scales = panel;
   for (size_t b = 0; b < job.blocks; ++b, zipped += kZippedBlockBytes) {
     int8x16_t lo[4], hi[4];
-    LoadTiles<kQ4>(q, lo, hi);
+    LoadTiles(q, lo, hi);
     const float32x4_t dw = LoadF32(scales);
     const int8x16x4_t l = {{lo[0], lo[1], lo[2], lo[3]}}, h = {{hi[0], hi[1], hi[2], hi[3]}};
     const float32x4x2_t s = {{vzip1q_f32(dw, dw), vzip2q_f32(dw, dw)}};
@@ -118,8 +101,43 @@ void ZipPanel(const ArmDotJob& job, const uint8_t* panel, uint8_t* zipped) {
   }
 }
 
+// A paired q4_0 panel (8 rows, matmul_internal.h) zipped as two 4-row panels: rows 0-3 at
+// `zipped`, rows 4-7 at zipped + blocks * kZippedBlockBytes, each as ZipPanel writes it. Group
+// vectors 2c and 2c + 1 zipped give rows r and r + 4 (r = 0, 1: the first zip; 2, 3: the second)
+// values 8c..8c+7, one nibble each: the low one masked less 8 is w_r, the high one shifted right 4
+// (arithmetic) w_{r+4}. Always zipped once, then passed over: its nibbles are split once per
+// product, however many token pairs pass.
+void ZipPairedPanel(const ArmDotJob& job, const uint8_t* panel, uint8_t* zipped) {
+  const uint8_t* q = panel + job.scale_bytes;
+  const uint8_t* scales = panel;
+  uint8_t* upper = zipped + job.blocks * kZippedBlockBytes;
+  const int8x16_t low_mask = vdupq_n_s8(0x0F), eight = vdupq_n_s8(8);
+  for (size_t b = 0; b < job.blocks; ++b, zipped += kZippedBlockBytes, upper += kZippedBlockBytes) {
+    const int8x16x4_t v0 = Load64(q), v1 = Load64(q);
+    const int8x16_t w[8] = {v0.val[0], v0.val[1], v0.val[2], v0.val[3], v1.val[0], v1.val[1], v1.val[2], v1.val[3]};
+    int8x16x4_t lo, hi, lo4, hi4;  // rows 0-1, 2-3, 4-5, 6-7
+    for (int c = 0; c < 4; ++c) {
+      const int32x4_t a = vreinterpretq_s32_s8(w[2 * c]), n = vreinterpretq_s32_s8(w[2 * c + 1]);
+      const int8x16_t z1 = vreinterpretq_s8_s32(vzip1q_s32(a, n)), z2 = vreinterpretq_s8_s32(vzip2q_s32(a, n));
+      lo.val[c] = vsubq_s8(vandq_s8(z1, low_mask), eight);
+      hi.val[c] = vsubq_s8(vandq_s8(z2, low_mask), eight);
+      lo4.val[c] = vshrq_n_s8(z1, 4);
+      hi4.val[c] = vshrq_n_s8(z2, 4);
+    }
+    const float32x4x2_t dw = LoadF32x2(scales);
+    const float32x4x2_t s0 = {{vzip1q_f32(dw.val[0], dw.val[0]), vzip2q_f32(dw.val[0], dw.val[0])}};
+    const float32x4x2_t s1 = {{vzip1q_f32(dw.val[1], dw.val[1]), vzip2q_f32(dw.val[1], dw.val[1])}};
+    vst1q_s8_x4(reinterpret_cast<int8_t*>(zipped), lo);
+    vst1q_s8_x4(reinterpret_cast<int8_t*>(zipped + 64), hi);
+    vst1q_f32_x2(reinterpret_cast<float*>(zipped + 128), s0);
+    vst1q_s8_x4(reinterpret_cast<int8_t*>(upper), lo4);
+    vst1q_s8_x4(reinterpret_cast<int8_t*>(upper + 64), hi4);
+    vst1q_f32_x2(reinterpret_cast<float*>(upper + 128), s1);
+  }
+}
+
 // `src` is the panel (kZipped false) or its ZipPanel copy.
-template <bool kQ4, bool kZipped, size_t kP>
+template <bool kZipped, size_t kP>
 void Tile(const ArmDotJob& job, const uint8_t* src, const uint8_t* pairs, size_t j0, float32x4_t* out) {
   float32x4_t acc01[kP], acc23[kP];
   for (size_t k = 0; k < kP; ++k) acc01[k] = acc23[k] = vdupq_n_f32(0.0f);
@@ -139,7 +157,7 @@ void Tile(const ArmDotJob& job, const uint8_t* src, const uint8_t* pairs, size_t
       dw01 = d.val[0];
       dw23 = d.val[1];
     } else {
-      LoadTiles<kQ4>(q, lo, hi);
+      LoadTiles(q, lo, hi);
       const float32x4_t dw = LoadF32(scales);
       dw01 = vzip1q_f32(dw, dw);
       dw23 = vzip2q_f32(dw, dw);
@@ -170,10 +188,10 @@ void Tile(const ArmDotJob& job, const uint8_t* src, const uint8_t* pairs, size_t
   }
 }
 
-template <bool kQ4, bool kZipped, size_t kP>
+template <bool kZipped, size_t kP>
 void TileAndStore(const ArmDotJob& job, size_t panel, const uint8_t* src, const uint8_t* pairs, size_t j0) {
   float32x4_t acc[2 * kP];
-  Tile<kQ4, kZipped, kP>(job, src, pairs, j0, acc);
+  Tile<kZipped, kP>(job, src, pairs, j0, acc);
   const size_t r0 = 4 * panel, n = job.rows - r0 < 4 ? job.rows - r0 : 4;
   for (size_t i = 0; i < 2 * kP; ++i) {
     float* y = job.y + (2 * j0 + i) * job.y_stride + r0;
@@ -187,30 +205,38 @@ void TileAndStore(const ArmDotJob& job, size_t panel, const uint8_t* src, const 
   }
 }
 
-template <bool kQ4, bool kZipped>
+template <bool kZipped>
 void Passes(const ArmDotJob& job, size_t p, const uint8_t* src, const uint8_t* pairs) {
   const size_t npairs = job.tokens / 2;
   size_t j = 0;
-  for (; j + kPairs <= npairs; j += kPairs) TileAndStore<kQ4, kZipped, kPairs>(job, p, src, pairs, j);
+  for (; j + kPairs <= npairs; j += kPairs) TileAndStore<kZipped, kPairs>(job, p, src, pairs, j);
   switch (npairs - j) {
-    case 3: TileAndStore<kQ4, kZipped, 3>(job, p, src, pairs, j); break;
-    case 2: TileAndStore<kQ4, kZipped, 2>(job, p, src, pairs, j); break;
-    case 1: TileAndStore<kQ4, kZipped, 1>(job, p, src, pairs, j); break;
+    case 3: TileAndStore<kZipped, 3>(job, p, src, pairs, j); break;
+    case 2: TileAndStore<kZipped, 2>(job, p, src, pairs, j); break;
+    case 1: TileAndStore<kZipped, 1>(job, p, src, pairs, j); break;
     default: break;
   }
 }
 
-template <bool kQ4>
+void RunPaired(const ArmDotJob& job, const uint8_t* pairs, uint8_t* zipped) {
+  const size_t panels = (job.rows + 7) / 8;
+  for (size_t p = 0; p < panels; ++p) {
+    ZipPairedPanel(job, job.panels + p * job.panel_bytes, zipped);
+    Passes<true>(job, 2 * p, zipped, pairs);
+    if (8 * p + 4 < job.rows) Passes<true>(job, 2 * p + 1, zipped + job.blocks * kZippedBlockBytes, pairs);
+  }
+}
+
 void Run(const ArmDotJob& job, const uint8_t* pairs, uint8_t* zipped) {
   const size_t panels = (job.rows + 3) / 4;
   const bool rezip = job.tokens / 2 > kPairs;  // more than one pass per panel
   for (size_t p = 0; p < panels; ++p) {
     const uint8_t* panel = job.panels + p * job.panel_bytes;
     if (rezip) {
-      ZipPanel<kQ4>(job, panel, zipped);
-      Passes<kQ4, true>(job, p, zipped, pairs);
+      ZipPanel(job, panel, zipped);
+      Passes<true>(job, p, zipped, pairs);
     } else {
-      Passes<kQ4, false>(job, p, panel, pairs);
+      Passes<false>(job, p, panel, pairs);
     }
   }
 }
@@ -220,10 +246,10 @@ void Run(const ArmDotJob& job, const uint8_t* pairs, uint8_t* zipped) {
 void ArmI8mmMatMul(const ArmDotJob& job, uint8_t* pairs) {
   InterleavePairs(job, pairs);
   uint8_t* zipped = pairs + job.tokens / 2 * job.blocks * 80;
-  if (job.q4) {
-    Run<true>(job, pairs, zipped);
+  if (job.q4) {  // paired panels on aarch64
+    RunPaired(job, pairs, zipped);
   } else {
-    Run<false>(job, pairs, zipped);
+    Run(job, pairs, zipped);
   }
 }
 

@@ -28,45 +28,62 @@ size_t InterleavedPanelBytes(DType type, size_t cols) {
 PanelFormat ActivePanelFormat() {
   if (ArmDotActive()) {
 #if defined(__aarch64__)
-    // q4_0 nibbles as stored (w + 8): the aarch64 kernels mask or shift them to w + 8 in [0, 15]
-    // and start each block's int32 sum from -8 * (the sum of the token's block).
-    return {kArmPanelRows, 4, 0u, 0u};
+    // q4_0 paired (two rows' nibbles a byte): the kernels start each block's int32 sum of the low
+    // rows from -8 * (the sum of the token's block).
+    return {kArmPanelRows, 2 * kArmPanelRows, 4, 0u, 0u, true};
 #else
-    return {kArmPanelRows, 4, 0u, 0x88888888u};
+    return {kArmPanelRows, kArmPanelRows, 4, 0u, 0x88888888u, false};
 #endif
   }
-  return {kInterleaveRows, 2, 0x80808080u, 0u};
+  return {kInterleaveRows, kInterleaveRows, 2, 0x80808080u, 0u, false};
 }
 
 size_t InterleavedWeightBytes(const TensorView& w) {
   if (!DTypeIsQuantized(w.dtype) || w.cols % kBlockValues != 0 || !InterleavedKernelAvailable()) return 0;
   const PanelFormat f = ActivePanelFormat();
-  return (w.rows + f.rows - 1) / f.rows * f.panel_bytes(w.dtype, w.cols);
+  const size_t rows = f.rows(w.dtype);
+  return (w.rows + rows - 1) / rows * f.panel_bytes(w.dtype, w.cols);
 }
 
 void InterleaveWeights(const TensorView& w, void* out) {
   const PanelFormat f = ActivePanelFormat();
   const size_t nb = w.cols / kBlockValues, block_bytes = DTypeBlockBytes(w.dtype);
   const size_t panel_bytes = f.panel_bytes(w.dtype, w.cols);
-  const size_t scale_bytes = f.scale_bytes(w.cols);
+  const size_t scale_bytes = f.scale_bytes(w.dtype, w.cols);
   const size_t group_bytes = f.block_bytes(w.dtype);
   const bool q8 = w.dtype == DType::kQ8_0;
-  const size_t panels = (w.rows + f.rows - 1) / f.rows;
+  const size_t rows = f.rows(w.dtype);
+  const size_t panels = (w.rows + rows - 1) / rows;
   uint8_t* dst = static_cast<uint8_t*>(out);
-  std::memset(dst, 0, panels * panel_bytes);  // padded rows: scale 0, weights 0
+  // Padded rows: scale 0, weights 0 (paired q4_0: nibble 8 stored for w = 0 in a low nibble).
+  std::memset(dst, 0, panels * panel_bytes);
+  if (!q8 && f.q4_paired) {
+    for (size_t p = 0; p < panels; ++p) std::memset(dst + p * panel_bytes + scale_bytes, 0x08, nb * group_bytes);
+  }
   for (size_t r = 0; r < w.rows; ++r) {
-    uint8_t* panel = dst + r / f.rows * panel_bytes;
-    const size_t lane = r % f.rows;
+    uint8_t* panel = dst + r / rows * panel_bytes;
+    const size_t lane = r % rows;
     const uint8_t* src = w.row(r);
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t* blk = src + b * block_bytes;
       if (f.scale_size == 2) {
-        std::memcpy(panel + (b * f.rows + lane) * 2, blk, 2);
+        std::memcpy(panel + (b * rows + lane) * 2, blk, 2);
       } else {
         uint16_t h;
         std::memcpy(&h, blk, 2);
         const float d = F16ToF32(h);  // exact
-        std::memcpy(panel + (b * f.rows + lane) * 4, &d, 4);
+        std::memcpy(panel + (b * rows + lane) * 4, &d, 4);
+      }
+      if (!q8 && f.q4_paired) {
+        // Element e = 4g + i of this row into byte i of group g, lane r % 4: the low nibble as
+        // stored (rows 0-3), the high nibble flipped to w in two's complement (rows 4-7).
+        uint8_t* q = panel + scale_bytes + b * group_bytes + lane % 4 * 4;
+        for (size_t e = 0; e < kBlockValues; ++e) {
+          const uint8_t stored = e < 16 ? blk[kValuesAt + e] & 15 : blk[kValuesAt + e - 16] >> 4;
+          uint8_t& byte = q[e / 4 * 16 + e % 4];
+          byte = lane < 4 ? static_cast<uint8_t>((byte & 0xF0) | stored) : static_cast<uint8_t>((byte & 0x0F) | (stored ^ 8) << 4);
+        }
+        continue;
       }
       uint8_t* q = panel + scale_bytes + b * group_bytes + lane * 4;
       // q8_0: 8 groups of 4 signed bytes (VNNI: stored as w + 128, each sign bit flipped); q4_0: 4
@@ -76,7 +93,7 @@ void InterleaveWeights(const TensorView& w, void* out) {
         uint32_t four;
         std::memcpy(&four, blk + kValuesAt + 4 * g, 4);
         four ^= flip;
-        std::memcpy(q + g * f.rows * 4, &four, 4);
+        std::memcpy(q + g * rows * 4, &four, 4);
       }
     }
   }
@@ -89,10 +106,11 @@ void MatMulArmDot(const KernelMatrix& w, const Activations& a, float* y, size_t 
   const QuantLayout layout = QuantLayoutFor(w.cols);
   ArmDotJob job;
   job.panel_bytes = f.panel_bytes(w.dtype, w.cols);
-  job.panels = static_cast<const uint8_t*>(w.repacked) + row_begin / f.rows * job.panel_bytes;
-  job.scale_bytes = f.scale_bytes(w.cols);
+  job.panels = static_cast<const uint8_t*>(w.repacked) + row_begin / f.rows(w.dtype) * job.panel_bytes;
+  job.scale_bytes = f.scale_bytes(w.dtype, w.cols);
   job.blocks = layout.blocks;
   job.q4 = w.dtype == DType::kQ4_0;
+  job.q4_paired = job.q4 && f.q4_paired;
   job.packed = static_cast<const uint8_t*>(a.packed);
   job.packed_stride = a.packed_stride;
   job.d8_offset = layout.d8_offset;
@@ -167,8 +185,8 @@ KernelMatrix RowSlice(const KernelMatrix& w, size_t r0, size_t r1) {
   s.rows = r1 - r0;
   s.repacked = nullptr;
   const kernels_internal::PanelFormat f = kernels_internal::ActivePanelFormat();
-  if (w.repacked != nullptr && r0 % f.rows == 0) {
-    s.repacked = static_cast<const uint8_t*>(w.repacked) + r0 / f.rows * f.panel_bytes(w.dtype, w.cols);
+  if (w.repacked != nullptr && r0 % f.rows(w.dtype) == 0) {
+    s.repacked = static_cast<const uint8_t*>(w.repacked) + r0 / f.rows(w.dtype) * f.panel_bytes(w.dtype, w.cols);
   }
   return s;
 }
@@ -179,26 +197,36 @@ void LookupRow(const KernelMatrix& w, size_t r, float* out) {
     return;
   }
   const kernels_internal::PanelFormat f = kernels_internal::ActivePanelFormat();
-  const size_t nb = w.cols / kBlockValues, lane = r % f.rows;
+  const size_t rows = f.rows(w.dtype);
+  const size_t nb = w.cols / kBlockValues, lane = r % rows;
   const bool q8 = w.dtype == DType::kQ8_0;
-  const uint8_t* panel = static_cast<const uint8_t*>(w.repacked) + r / f.rows * f.panel_bytes(w.dtype, w.cols);
-  const size_t scale_bytes = f.scale_bytes(w.cols);
+  const uint8_t* panel = static_cast<const uint8_t*>(w.repacked) + r / rows * f.panel_bytes(w.dtype, w.cols);
+  const size_t scale_bytes = f.scale_bytes(w.dtype, w.cols);
   const size_t group_bytes = f.block_bytes(w.dtype);
   const uint32_t flip = q8 ? f.q8_flip : f.q4_flip;
   for (size_t b = 0; b < nb; ++b) {
     float d;
     if (f.scale_size == 2) {
       uint16_t h;
-      std::memcpy(&h, panel + (b * f.rows + lane) * 2, 2);
+      std::memcpy(&h, panel + (b * rows + lane) * 2, 2);
       d = F16ToF32(h);
     } else {
-      std::memcpy(&d, panel + (b * f.rows + lane) * 4, 4);
+      std::memcpy(&d, panel + (b * rows + lane) * 4, 4);
+    }
+    float* o = out + b * kBlockValues;
+    if (!q8 && f.q4_paired) {
+      const uint8_t* q = panel + scale_bytes + b * group_bytes + lane % 4 * 4;
+      for (size_t e = 0; e < kBlockValues; ++e) {
+        const uint8_t byte = q[e / 4 * 16 + e % 4];
+        const int w8 = lane < 4 ? (byte & 15) - 8 : static_cast<int8_t>(byte) >> 4;  // the high nibble is w itself
+        o[e] = d * static_cast<float>(w8);
+      }
+      continue;
     }
     const uint8_t* q = panel + scale_bytes + b * group_bytes + lane * 4;
-    float* o = out + b * kBlockValues;
     for (size_t g = 0; g < (q8 ? 8u : 4u); ++g) {
       for (size_t i = 0; i < 4; ++i) {
-        const uint8_t byte = q[g * f.rows * 4 + i] ^ static_cast<uint8_t>(flip);  // back to the stored byte
+        const uint8_t byte = q[g * rows * 4 + i] ^ static_cast<uint8_t>(flip);  // back to the stored byte
         if (q8) {
           o[4 * g + i] = d * static_cast<float>(static_cast<int8_t>(byte));
         } else {
@@ -218,9 +246,9 @@ void MatMulRows(const KernelMatrix& w, const Activations& a, std::span<const int
     }
     return;
   }
-  // Interleaved rows come 16 (or 4) to a panel: compute the row's whole panel (the same bits as the full
-  // matrix gives that row), reusing it for neighbouring rows.
-  const size_t panel_rows = kernels_internal::ActivePanelFormat().rows;
+  // Interleaved rows come 16 (or 8 or 4) to a panel: compute the row's whole panel (the same bits as
+  // the full matrix gives that row), reusing it for neighbouring rows.
+  const size_t panel_rows = kernels_internal::ActivePanelFormat().rows(w.dtype);
   float panel[kernels_internal::kInterleaveRows];
   size_t panel_row = SIZE_MAX;
   for (size_t i = 0; i < rows.size(); ++i) {

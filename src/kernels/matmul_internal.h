@@ -70,23 +70,33 @@ inline size_t InterleavedScaleBytes(size_t cols) {  // nb * 16 f16 scales, padde
 // Arm dot-product panels (kernels/matmul_arm_dot.cpp, when the CPU has sdot / vsdot): the same
 // arrangement with 4 rows per panel, f32 scales and signed values, so one 16-byte vector is one
 // group of 4 rows for a by-element sdot against the token's group g:
-//   float   scale[nb][4]            block scales widened exactly from f16 (region padded to 64)
+//   float   scale[nb][rows]         block scales widened exactly from f16 (region padded to 64)
 //   q8_0: int8_t q[nb][8][4][4]     group g of row r at [b][g][r], as stored
-//   q4_0: uint8_t q[nb][4][4][4]    as the interleave above; AArch32: each nibble stored as
+//   q4_0, AArch32: uint8_t q[nb][4][4][4]  as the interleave above, each nibble stored as
 //                                   (w + 8) ^ 8 (w in 4-bit two's complement: shifted left 4 it is
-//                                   the int8 16 * w); aarch64: as stored, w + 8 (masked or shifted
-//                                   to [0, 15], the sums start from -8 * s_b of the record's bsum)
+//                                   the int8 16 * w)
+//   q4_0, aarch64: 8 rows a panel ("paired"), uint8_t q[nb][8][4][4]: byte i of [b][g][r] (r < 4)
+//                                   holds element 4g + i of row r in its low nibble, as stored
+//                                   (w + 8), and of row r + 4 in its high nibble, as w in 4-bit two's
+//                                   complement: as an int8 the byte is 16 * w_{r+4} + (w_r + 8), so
+//                                   one sdot of the byte and one of the byte shifted right 4 (w_{r+4})
+//                                   give both rows' sums: a nibble split per two sdots, not per one
 // PanelFormat describes the layout of the running target; the accessors below use it.
 constexpr size_t kArmPanelRows = 4;
 struct PanelFormat {
-  size_t rows;         // rows per panel
+  size_t q8_rows;      // rows per panel of q8_0
+  size_t q4_rows;      // ... of q4_0
   size_t scale_size;   // bytes per scale: 2 (f16) or 4 (f32)
   uint32_t q8_flip;    // XORed into each 4 bytes of q8_0 values
-  uint32_t q4_flip;    // XORed into each 4 bytes of q4_0 values
-  size_t scale_bytes(size_t cols) const { return (cols / kQuantBlockValues * rows * scale_size + 63) / 64 * 64; }
-  size_t block_bytes(DType type) const { return rows * (DTypeBlockBytes(type) - kQuantBlockScaleBytes); }
+  uint32_t q4_flip;    // XORed into each 4 bytes of q4_0 values (not paired)
+  bool q4_paired;      // q4_0 in the paired 8-row layout above
+  size_t rows(DType type) const { return type == DType::kQ4_0 ? q4_rows : q8_rows; }
+  size_t scale_bytes(DType type, size_t cols) const {
+    return (cols / kQuantBlockValues * rows(type) * scale_size + 63) / 64 * 64;
+  }
+  size_t block_bytes(DType type) const { return rows(type) * (DTypeBlockBytes(type) - kQuantBlockScaleBytes); }
   size_t panel_bytes(DType type, size_t cols) const {
-    return scale_bytes(cols) + cols / kQuantBlockValues * block_bytes(type);
+    return scale_bytes(type, cols) + cols / kQuantBlockValues * block_bytes(type);
   }
 };
 // The layout the running target reads (the VNNI one where no Arm dot product runs).
@@ -97,7 +107,7 @@ bool ArmDotActive();
 // ... and multi-token products take aarch64's smmla (i8mm) over the same panels (the NEON_I8MM
 // target): the running target's panels are the same with and without it.
 bool ArmI8mmActive();
-// MatMul on a matrix in the Arm panel layout, row_begin a multiple of kArmPanelRows, a.packed set.
+// MatMul on a matrix in the Arm panel layout, row_begin a multiple of its panel rows, a.packed set.
 void MatMulArmDot(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                   size_t row_end);
 

@@ -509,6 +509,50 @@ TEST_P(TargetTest, MatMulRowsEqualsWholeMatrix) {
   }
 }
 
+// The extremes of a q4_0 nibble (-8, 7) against the extremes of a quantized activation (+-127), in
+// every row of a panel (aarch64's paired panels put two rows in a byte: the high row's -8 must
+// shift back to -8, the low row's sum must come back whole from under 16 times the high one's), for
+// one token and batches: the same bits as the reference fold.
+TEST_P(TargetTest, Q4ExtremeNibblesAreExact) {
+  const size_t cols = 64;
+  std::mt19937 rng(1);
+  for (size_t rows : {8, 12, 16, 24}) {
+    Weights w = MakeWeights(DType::kQ4_0, rows, cols, 0, rng);  // values overwritten below
+    uint8_t* data = w.storage.data();  // offset 0: the view's bytes
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t b = 0; b < cols / 32; ++b) {
+        uint8_t* blk = data + (r * cols / 32 + b) * DTypeBlockBytes(DType::kQ4_0);
+        const uint16_t h = F32ToF16((r + b) % 2 ? 0.75f : -1.5f);
+        std::memcpy(blk, &h, 2);
+        // Rows alternate the pattern so a byte pairs -8 with 7, 7 with -8, and equal nibbles.
+        for (size_t i = 0; i < 16; ++i) blk[2 + i] = (r / 2 + i / 4) % 3 == 0 ? 0x00 : (r / 2 + i / 4) % 3 == 1 ? 0xFF : 0x0F;
+      }
+    }
+    // The reference is the fold of the repacked kernels (the others sum in another order).
+    const size_t bytes = InterleavedWeightBytes(w.view);
+    if (bytes == 0) GTEST_SKIP() << KernelTargetName() << " has no repacked kernels";
+    std::vector<uint8_t> store(bytes + 64);
+    uint8_t* aligned = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64;
+    InterleaveWeights(w.view, aligned);
+    w.view.repacked = aligned;
+    for (size_t tokens : {1, 2, 5, 9}) {
+      std::vector<float> x(tokens * cols);
+      for (size_t t = 0; t < tokens; ++t)
+        for (size_t k = 0; k < cols; ++k) x[t * cols + k] = ((k / 4 + t) % 3 == 0 ? -50.0f : 50.0f);
+      Activations a;
+      a.data = x.data();
+      a.stride = cols;
+      a.num_tokens = tokens;
+      std::vector<uint8_t> packed(PackedActivationBytes(DType::kQ4_0, cols, tokens));
+      PackActivations(DType::kQ4_0, cols, &a, packed.data());
+      std::vector<float> got(tokens * rows), want(tokens * rows);
+      MatMul(w.view, a, got.data(), rows, 0, rows);
+      MatMulInterleavedReference(w.view, a, want.data(), rows, 0, rows);
+      ASSERT_EQ(got, want) << "rows " << rows << " tokens " << tokens;
+    }
+  }
+}
+
 // PrepareWeights repacks exactly the matrices the running target has a layout for, names it, and
 // leaves the values as they were (LookupRow reads the copy back).
 TEST_P(TargetTest, PrepareWeightsRepacksWhatTheTargetReads) {
