@@ -5,7 +5,7 @@
 //   y = fold over blocks b: y = fma(float(int32 dot_b), float(dw_b * dx_b), y), from 0,
 // the same instructions for every token whatever the batch (a batch equals one token at a time)
 // and for every panel whatever the slice (a row slice equals the whole matrix).
-#include "kernels/arm_post_index_loads.h"
+#include "kernels/arm_dot_common.h"
 #include "kernels/matmul_arm_dot.h"
 
 #if defined(FGEMMA_ARM_DOT)
@@ -23,19 +23,12 @@ constexpr size_t kTokens = 2;  // 16 on AArch32
 // One block's dot of 4 rows with one token's 32 quantized activations: group g of the weights
 // (rows 0-3 x elements 4g..4g+3) against the activations' group g broadcast (by-element sdot).
 inline int32x4_t BlockDot(const int8x16_t w[8], const int8x16_t x0, const int8x16_t x1) {
-  int32x4_t d = vdupq_n_s32(0);
 #if defined(__aarch64__)
   // The by-element form indexes all four 32-bit lanes of a 128-bit register: no half extraction.
-  d = vdotq_laneq_s32(d, w[0], x0, 0);
-  d = vdotq_laneq_s32(d, w[1], x0, 1);
-  d = vdotq_laneq_s32(d, w[2], x0, 2);
-  d = vdotq_laneq_s32(d, w[3], x0, 3);
-  d = vdotq_laneq_s32(d, w[4], x1, 0);
-  d = vdotq_laneq_s32(d, w[5], x1, 1);
-  d = vdotq_laneq_s32(d, w[6], x1, 2);
-  d = vdotq_laneq_s32(d, w[7], x1, 3);
+  return BlockDotFrom(vdupq_n_s32(0), w, x0, x1);
 #else
   // AArch32: the halves of a q register are d registers already.
+  int32x4_t d = vdupq_n_s32(0);
   d = vdotq_lane_s32(d, w[0], vget_low_s8(x0), 0);
   d = vdotq_lane_s32(d, w[1], vget_low_s8(x0), 1);
   d = vdotq_lane_s32(d, w[2], vget_high_s8(x0), 0);
@@ -44,8 +37,8 @@ inline int32x4_t BlockDot(const int8x16_t w[8], const int8x16_t x0, const int8x1
   d = vdotq_lane_s32(d, w[5], vget_low_s8(x1), 1);
   d = vdotq_lane_s32(d, w[6], vget_high_s8(x1), 0);
   d = vdotq_lane_s32(d, w[7], vget_high_s8(x1), 1);
-#endif
   return d;
+#endif
 }
 
 

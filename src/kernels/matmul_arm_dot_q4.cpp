@@ -5,7 +5,7 @@
 // steps are those of matmul_arm_dot.cpp (MatMulInterleavedReference's fold):
 //   y = fold over blocks b: y = fma(float(int32 dot_b), float(dw_b * dx_b), y), from 0,
 // so a batch equals one token at a time and a row slice (of whole panels) the whole matrix.
-#include "kernels/arm_post_index_loads.h"
+#include "kernels/arm_dot_common.h"
 #include "kernels/matmul_arm_dot.h"
 
 #if defined(FGEMMA_ARM_DOT) && defined(__aarch64__)
@@ -14,64 +14,59 @@
 namespace fgemma::kernels_internal {
 namespace {
 
-// The start of a token's block for the low rows, -8 * (the sum of its 32 values), in every lane,
-// moving `p` to the next block's.
-#if defined(__clang__)
-inline int32x4_t LoadQ4Start(const uint8_t*& p) {
-  const int32x4_t v = vld1q_dup_s32(reinterpret_cast<const int32_t*>(p));
-  p += 8;
-  return v;
-}
-
-// The 8 by-element sdots of one block of 4 lane rows (group g against the token's group g), from d.
-inline int32x4_t BlockDotFrom(int32x4_t d, const int8x16_t w[8], const int8x16_t x0, const int8x16_t x1) {
-  d = vdotq_laneq_s32(d, w[0], x0, 0);
-  d = vdotq_laneq_s32(d, w[1], x0, 1);
-  d = vdotq_laneq_s32(d, w[2], x0, 2);
-  d = vdotq_laneq_s32(d, w[3], x0, 3);
-  d = vdotq_laneq_s32(d, w[4], x1, 0);
-  d = vdotq_laneq_s32(d, w[5], x1, 1);
-  d = vdotq_laneq_s32(d, w[6], x1, 2);
-  return vdotq_laneq_s32(d, w[7], x1, 3);
-}
-#else
-inline int32x4_t LoadQ4Start(const uint8_t*& p) {
-  int32x4_t v;
-  asm volatile("ld1r {%0.4s}, [%1], %2" : "=w"(v), "+r"(p) : "r"(size_t{8}), "m"(*reinterpret_cast<const uint8_t(*)[4]>(p)));
-  return v;
-}
-#endif
-
 // Paired q4_0 panels (8 rows; matmul_internal.h): byte i of group vector g, lane r, is the int8
 // 16 * w_{r+4} + (w_r + 8) for element 4g + i. One sdot of the vector against the token's group g
 // sums 16 * dot_{r+4} + dot_r + 8 * s (s: the sum of the token's block), and one of the vector
 // shifted right 4 (arithmetic: w_{r+4} exactly) sums dot_{r+4}. So `lo` starts from -8 * s (the
 // record's start), and lo - 16 * hi is dot_r: per 8 rows and block 8 shifts for 16 sdots where
-// the 4-row panels took 16 masks and shifts. Moves `q` past the block (128 bytes).
+// the 4-row panels took 16 masks and shifts.
+
+// A paired block already in registers (v: the 8 group vectors, h: each shifted right 4) against
+// one token, lo from the block's start. In one asm statement for GCC: from the intrinsics it reused
+// the last token's weight registers as accumulators, a register copy per sdot.
+inline void Q4PairTokenDot(const int8x16_t v[8], const int8x16_t h[8], int8x16_t x0, int8x16_t x1,
+                           int32x4_t sixteen, int32x4_t& lo, int32x4_t& hi) {
+#if defined(__clang__)
+  hi = BlockDotFrom(vdupq_n_s32(0), h, x0, x1);
+  lo = vmlsq_s32(BlockDotFrom(lo, v, x0, x1), hi, sixteen);
+#else
+  asm("movi %[hi].4s, #0\n\t"
+      "sdot %[lo].4s, %[v0].16b, %[x0].4b[0]\n\t"
+      "sdot %[hi].4s, %[h0].16b, %[x0].4b[0]\n\t"
+      "sdot %[lo].4s, %[v1].16b, %[x0].4b[1]\n\t"
+      "sdot %[hi].4s, %[h1].16b, %[x0].4b[1]\n\t"
+      "sdot %[lo].4s, %[v2].16b, %[x0].4b[2]\n\t"
+      "sdot %[hi].4s, %[h2].16b, %[x0].4b[2]\n\t"
+      "sdot %[lo].4s, %[v3].16b, %[x0].4b[3]\n\t"
+      "sdot %[hi].4s, %[h3].16b, %[x0].4b[3]\n\t"
+      "sdot %[lo].4s, %[v4].16b, %[x1].4b[0]\n\t"
+      "sdot %[hi].4s, %[h4].16b, %[x1].4b[0]\n\t"
+      "sdot %[lo].4s, %[v5].16b, %[x1].4b[1]\n\t"
+      "sdot %[hi].4s, %[h5].16b, %[x1].4b[1]\n\t"
+      "sdot %[lo].4s, %[v6].16b, %[x1].4b[2]\n\t"
+      "sdot %[hi].4s, %[h6].16b, %[x1].4b[2]\n\t"
+      "sdot %[lo].4s, %[v7].16b, %[x1].4b[3]\n\t"
+      "sdot %[hi].4s, %[h7].16b, %[x1].4b[3]\n\t"
+      "mls %[lo].4s, %[hi].4s, %[k].4s"
+      : [lo] "+w"(lo), [hi] "=&w"(hi)
+      : [v0] "w"(v[0]), [v1] "w"(v[1]), [v2] "w"(v[2]), [v3] "w"(v[3]), [v4] "w"(v[4]), [v5] "w"(v[5]),
+        [v6] "w"(v[6]), [v7] "w"(v[7]), [h0] "w"(h[0]), [h1] "w"(h[1]), [h2] "w"(h[2]), [h3] "w"(h[3]),
+        [h4] "w"(h[4]), [h5] "w"(h[5]), [h6] "w"(h[6]), [h7] "w"(h[7]), [x0] "w"(x0), [x1] "w"(x1),
+        [k] "w"(sixteen));
+#endif
+}
+
+// One block loaded (moving `q` past its 128 bytes) and shifted, against one token. Written out for
+// GCC, which from the intrinsics unpacks whole blocks ahead (spilling) or adds register copies.
 #if defined(__clang__)
 inline void Q4PairBlockDot(const uint8_t*& q, int8x16_t x0, int8x16_t x1, int32x4_t start, int32x4_t sixteen,
                            int32x4_t& lo, int32x4_t& hi) {
   const int8x16x4_t a = Load64(q), b = Load64(q);
   const int8x16_t v[8] = {a.val[0], a.val[1], a.val[2], a.val[3], b.val[0], b.val[1], b.val[2], b.val[3]};
-  int32x4_t l = start, h = vdupq_n_s32(0);
-  l = vdotq_laneq_s32(l, v[0], x0, 0);
-  h = vdotq_laneq_s32(h, vshrq_n_s8(v[0], 4), x0, 0);
-  l = vdotq_laneq_s32(l, v[1], x0, 1);
-  h = vdotq_laneq_s32(h, vshrq_n_s8(v[1], 4), x0, 1);
-  l = vdotq_laneq_s32(l, v[2], x0, 2);
-  h = vdotq_laneq_s32(h, vshrq_n_s8(v[2], 4), x0, 2);
-  l = vdotq_laneq_s32(l, v[3], x0, 3);
-  h = vdotq_laneq_s32(h, vshrq_n_s8(v[3], 4), x0, 3);
-  l = vdotq_laneq_s32(l, v[4], x1, 0);
-  h = vdotq_laneq_s32(h, vshrq_n_s8(v[4], 4), x1, 0);
-  l = vdotq_laneq_s32(l, v[5], x1, 1);
-  h = vdotq_laneq_s32(h, vshrq_n_s8(v[5], 4), x1, 1);
-  l = vdotq_laneq_s32(l, v[6], x1, 2);
-  h = vdotq_laneq_s32(h, vshrq_n_s8(v[6], 4), x1, 2);
-  l = vdotq_laneq_s32(l, v[7], x1, 3);
-  h = vdotq_laneq_s32(h, vshrq_n_s8(v[7], 4), x1, 3);
-  lo = vmlsq_s32(l, h, sixteen);
-  hi = h;
+  int8x16_t h[8];
+  for (int g = 0; g < 8; ++g) h[g] = vshrq_n_s8(v[g], 4);
+  lo = start;
+  Q4PairTokenDot(v, h, x0, x1, sixteen, lo, hi);
 }
 #else
 inline void Q4PairBlockDot(const uint8_t*& q, int8x16_t x0, int8x16_t x1, int32x4_t start, int32x4_t sixteen,
@@ -113,41 +108,6 @@ inline void Q4PairBlockDot(const uint8_t*& q, int8x16_t x0, int8x16_t x1, int32x
         "m"(*reinterpret_cast<const uint8_t(*)[128]>(q)));
 }
 #endif
-
-// A paired block already in registers (v: the 8 group vectors, h: each shifted right 4) against
-// one token: lo from the block's start as in Q4PairBlockDot. In one asm statement because from the
-// intrinsics GCC reused the last token's weight registers as accumulators, a register copy per sdot.
-inline void Q4PairTokenDot(const int8x16_t v[8], const int8x16_t h[8], int8x16_t x0, int8x16_t x1,
-                           int32x4_t sixteen, int32x4_t& lo, int32x4_t& hi) {
-#if defined(__clang__)
-  hi = BlockDotFrom(vdupq_n_s32(0), h, x0, x1);
-  lo = vmlsq_s32(BlockDotFrom(lo, v, x0, x1), hi, sixteen);
-#else
-  asm("movi %[hi].4s, #0\n\t"
-      "sdot %[lo].4s, %[v0].16b, %[x0].4b[0]\n\t"
-      "sdot %[hi].4s, %[h0].16b, %[x0].4b[0]\n\t"
-      "sdot %[lo].4s, %[v1].16b, %[x0].4b[1]\n\t"
-      "sdot %[hi].4s, %[h1].16b, %[x0].4b[1]\n\t"
-      "sdot %[lo].4s, %[v2].16b, %[x0].4b[2]\n\t"
-      "sdot %[hi].4s, %[h2].16b, %[x0].4b[2]\n\t"
-      "sdot %[lo].4s, %[v3].16b, %[x0].4b[3]\n\t"
-      "sdot %[hi].4s, %[h3].16b, %[x0].4b[3]\n\t"
-      "sdot %[lo].4s, %[v4].16b, %[x1].4b[0]\n\t"
-      "sdot %[hi].4s, %[h4].16b, %[x1].4b[0]\n\t"
-      "sdot %[lo].4s, %[v5].16b, %[x1].4b[1]\n\t"
-      "sdot %[hi].4s, %[h5].16b, %[x1].4b[1]\n\t"
-      "sdot %[lo].4s, %[v6].16b, %[x1].4b[2]\n\t"
-      "sdot %[hi].4s, %[h6].16b, %[x1].4b[2]\n\t"
-      "sdot %[lo].4s, %[v7].16b, %[x1].4b[3]\n\t"
-      "sdot %[hi].4s, %[h7].16b, %[x1].4b[3]\n\t"
-      "mls %[lo].4s, %[hi].4s, %[k].4s"
-      : [lo] "+w"(lo), [hi] "=&w"(hi)
-      : [v0] "w"(v[0]), [v1] "w"(v[1]), [v2] "w"(v[2]), [v3] "w"(v[3]), [v4] "w"(v[4]), [v5] "w"(v[5]),
-        [v6] "w"(v[6]), [v7] "w"(v[7]), [h0] "w"(h[0]), [h1] "w"(h[1]), [h2] "w"(h[2]), [h3] "w"(h[3]),
-        [h4] "w"(h[4]), [h5] "w"(h[5]), [h6] "w"(h[6]), [h7] "w"(h[7]), [x0] "w"(x0), [x1] "w"(x1),
-        [k] "w"(sixteen));
-#endif
-}
 
 // One token x kP paired panels (8 kP rows): out[2p] rows 0-3 of panel p, out[2p + 1] rows 4-7.
 // The float steps per row and block are those of OneToken.

@@ -13,7 +13,7 @@
 // matmul_arm_dot.cpp:
 //   y = fold over blocks b: y = fma(float(int32 dot_b), float(dw_b * dx_b), y), from 0,
 // so a batch equals one token at a time (whose single tokens take sdot), and a row slice the whole.
-#include "kernels/arm_post_index_loads.h"
+#include "kernels/arm_dot_common.h"
 #include "kernels/matmul_arm_dot.h"
 
 #if defined(FGEMMA_ARM_I8MM)
