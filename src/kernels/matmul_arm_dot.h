@@ -15,8 +15,7 @@ struct ArmDotJob {
   size_t panel_bytes = 0;
   size_t scale_bytes = 0;           // offset of the values in a panel
   size_t blocks = 0;                // cols / 32
-  bool q4 = false;                  // q4_0 (else q8_0)
-  bool q4_paired = false;           // q4_0 in 8-row paired panels (aarch64; matmul_internal.h)
+  bool q4 = false;                  // q4_0 (else q8_0; on aarch64 in 8-row paired panels, matmul_internal.h)
   const uint8_t* packed = nullptr;  // QuantLayout records
   size_t packed_stride = 0;
   size_t d8_offset = 0;
@@ -28,7 +27,7 @@ struct ArmDotJob {
 };
 // Defined only in builds for Arm (FGEMMA_ARM_DOT).
 void ArmDotMatMul(const ArmDotJob& job);
-// aarch64's q4_0 (job.q4_paired: 8-row paired panels, kernels/matmul_arm_dot_q4.cpp); ArmDotMatMul
+// aarch64's q4_0 (8-row paired panels, kernels/matmul_arm_dot_q4.cpp); ArmDotMatMul
 // calls it. Defined only in aarch64 builds.
 void ArmDotPairedQ4MatMul(const ArmDotJob& job);
 

@@ -110,7 +110,6 @@ void MatMulArmDot(const KernelMatrix& w, const Activations& a, float* y, size_t 
   job.scale_bytes = f.scale_bytes(w.dtype, w.cols);
   job.blocks = layout.blocks;
   job.q4 = w.dtype == DType::kQ4_0;
-  job.q4_paired = job.q4 && f.q4_paired;
   job.packed = static_cast<const uint8_t*>(a.packed);
   job.packed_stride = a.packed_stride;
   job.d8_offset = layout.d8_offset;
