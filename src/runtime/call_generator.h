@@ -45,7 +45,8 @@ enum DraftGuesser : uint32_t {
   kGuessValueBreak = 8,    // an earlier call reaching a value looks up again (words first)
   kGuessStringCheck = 16,  // an earlier call's string value only if the utterance holds it
   kGuessClose = 32,        // after what is likely the last value, the call's '}'
-  kGuessAll = 63,
+  kGuessSaidValue = 64,    // an earlier call's value (number, enum, string) only where the utterance says it
+  kGuessAll = 127,
 };
 
 struct ConstrainedOptions {

@@ -57,6 +57,51 @@ std::vector<std::string> Words(std::string_view s) {
   return out;
 }
 
+// `value` occurs in `text` as a whole (no letter or digit joined to it on either side), ignoring
+// case: "40" in "to 40 percent", not in "140"; "heat" in "Heat the living room".
+bool SaysValue(std::string_view text, std::string_view value) {
+  if (value.empty()) return true;
+  const std::string t = Lower(text), v = Lower(value);
+  for (size_t at = t.find(v); at != std::string::npos; at = t.find(v, at + 1)) {
+    const bool left = at == 0 || !WordByte(t[at - 1]) || !WordByte(v.front());
+    const size_t end = at + v.size();
+    const bool right = end == t.size() || !WordByte(t[end]) || !WordByte(v.back());
+    if (left && right) return true;
+  }
+  return false;
+}
+
+// Whether a continuation `cont` of an earlier call, guessed at `hyp` (grammar state `state`), starts
+// with a value the utterance does not say: at a number or an enum ("brightness:" then "40", "mode:
+// <escape>" then "cool"; booleans are said in other words, "on" for true), at a string's start, or
+// with `inside_strings` anywhere in a string (the value so far and the rest up to its closing
+// <escape>: "07:15" again, not last call's "06:30"). The guess would be refused by the model more
+// often than not, and a string's positions need whole-vocabulary heads. (An earlier output that
+// begins with everything written so far, the model's own string included, is let go on inside it:
+// a repeated command repeats its values, said or not.)
+bool UnsaidValue(std::string_view hyp, const CallMatcher& state, std::string_view cont, std::string_view utterance,
+                 bool inside_strings) {
+  constexpr std::string_view kEscape = "<escape>";
+  uint32_t key = 0, left = 0;
+  if (state.TextState(&key, &left)) {
+    if (!inside_strings && !hyp.ends_with(kEscape)) return false;
+    const size_t open = hyp.rfind(kEscape);
+    const std::string_view so_far = open == std::string_view::npos ? std::string_view() : hyp.substr(open + kEscape.size());
+    const std::string_view rest = cont.substr(0, cont.find(kEscape));
+    return !SaysValue(utterance, std::string(so_far) + std::string(rest));
+  }
+  if (!AtValue(hyp, state)) return false;
+  std::string_view value = cont;
+  if (hyp.ends_with(kEscape)) {
+    value = value.substr(0, value.find(kEscape));  // an enum's value
+  } else {
+    if (value.starts_with(kEscape)) return false;  // an enum or a string to come: checked at its start
+    value = value.substr(0, value.find_first_of(",}]"));
+    if (value == "true" || value == "false") return false;
+  }
+  return !SaysValue(utterance, value);
+}
+
 // A word of the utterance names a part of a function name: equal, or one a prefix of the other
 // when both have 4 letters or more ("light" for "lights", "playlist" for "play").
 bool Names(const std::string& word, const std::string& part) {
@@ -161,6 +206,9 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
       if (cont.empty() || (cont[0] != '<' && !s.Accepts(static_cast<uint8_t>(cont[0])))) continue;
       // After a whole word of the utterance the value has ended ("21 degrees"): not another digit.
       if (after_word && WordByte(cont[0])) continue;
+      if ((g & kGuessSaidValue) && (c.source == DraftSource::kHistory || c.source == DraftSource::kHistoryMatch) &&
+          UnsaidValue(hyp_, s, cont, utterance, /*inside_strings=*/c.source == DraftSource::kHistoryMatch))
+        continue;
       const size_t batch0 = batch_.size(), guesses0 = guesses_.size(), slots0 = n_slots, hyp0 = hyp_.size(), used0 = used;
       CallMatcher t = s;
       size_t worth = c.max_tokens, seg = 0, cursor = 0;

@@ -309,5 +309,45 @@ TEST(Drafts, CallsCloseAfterTheirLastValue) {
   }
 }
 
+// The said-value rule: an earlier call's value is guessed only where the utterance says it. A number
+// or an enum value the utterance lacks ("level:30" when the user says "a bit louder", "mode:cool" for
+// "make it warmer") and a string it does not hold (last time's "06:30" for "07:15") are not guessed, so
+// fewer guesses are refused; the utterance's own value is still guessed. Tokens equal decoding
+// without drafts either way.
+TEST(Drafts, EarlierValuesAreGuessedOnlyWhereTheUtteranceSaysThem) {
+  const OrderedJson tools = OrderedJson::parse(R"([
+    {"type":"function","function":{"name":"set_volume","description":"d","parameters":{"type":"object",
+      "properties":{"level":{"type":"integer"}},"required":["level"]}}},
+    {"type":"function","function":{"name":"set_mode","description":"d","parameters":{"type":"object",
+      "properties":{"mode":{"type":"string","enum":["cool","heat"]}},"required":["mode"]}}},
+    {"type":"function","function":{"name":"set_alarm","description":"d","parameters":{"type":"object",
+      "properties":{"label":{"type":"string"},"time":{"type":"string"}},"required":["time"]}}}])");
+  struct Case {
+    std::string utterance, output, history;
+  };
+  const Case cases[] = {
+      {"a bit louder please", "<start_function_call>call:set_volume{level:60}<end_function_call><start_function_response>",
+       "<start_function_call>call:set_volume{level:30}<end_function_call><start_function_response>"},
+      {"make it warmer", "<start_function_call>call:set_mode{mode:<escape>heat<escape>}<end_function_call><start_function_response>",
+       "<start_function_call>call:set_mode{mode:<escape>cool<escape>}<end_function_call><start_function_response>"},
+      {"set an alarm for 07:15", "<start_function_call>call:set_alarm{time:<escape>07:15<escape>}<end_function_call><start_function_response>",
+       "<start_function_call>call:set_alarm{label:<escape>gym<escape>,time:<escape>06:30<escape>}<end_function_call><start_function_response>"},
+  };
+  for (const Case& c : cases) {
+    ScriptedCall call(tools, c.utterance, c.output, c.history);
+    ConstrainedStats plain, unchecked, checked;
+    const std::vector<int32_t> want = call.Run(false, &plain);
+    EXPECT_EQ(call.Text(want), c.output);
+    EXPECT_EQ(call.Run(true, &unchecked, 0, kGuessAll & ~kGuessSaidValue), want) << c.utterance;
+    EXPECT_EQ(call.Run(true, &checked), want) << c.utterance;
+    const size_t refused_unchecked = unchecked.drafted_tokens - unchecked.accepted_tokens;
+    const size_t refused_checked = checked.drafted_tokens - checked.accepted_tokens;
+    EXPECT_LT(refused_checked, refused_unchecked) << c.utterance;
+    EXPECT_LE(checked.model_calls, unchecked.model_calls) << c.utterance;
+    std::printf("%s: refused guesses %zu -> %zu, passes %zu -> %zu (%zu without drafts)\n", c.utterance.c_str(),
+                refused_unchecked, refused_checked, unchecked.model_calls, checked.model_calls, plain.model_calls);
+  }
+}
+
 }  // namespace
 }  // namespace fgemma
