@@ -46,7 +46,8 @@ enum DraftGuesser : uint32_t {
   kGuessStringCheck = 16,  // an earlier call's string value only if the utterance holds it
   kGuessClose = 32,        // after what is likely the last value, the call's '}'
   kGuessSaidValue = 64,    // an earlier call's value (number, enum, string) only where the utterance says it
-  kGuessAll = 127,
+  kGuessTextEnd = 128,     // the utterance's text copied into a string ends before words naming an enum value
+  kGuessAll = 255,
 };
 
 struct ConstrainedOptions {
@@ -192,6 +193,8 @@ class CallGenerator {
   std::string hyp_;                         // drafting: the text the pass's batch reaches
   std::string name_guess_;                  // the tool the utterance names, as a candidate's text
   std::string named_tool_;                  // that tool's name ("" when the utterance names none)
+  std::vector<std::string> enum_values_;    // every enum value of the catalog, lowercase (NameTool)
+  std::string text_guess_;                  // a copied text cut where its value likely ends, then <escape>
 };
 
 }  // namespace fgemma

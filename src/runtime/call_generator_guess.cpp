@@ -59,23 +59,36 @@ std::vector<std::string> Words(std::string_view s) {
 
 // `value` occurs in `text` as a whole (no letter or digit joined to it on either side), ignoring
 // case: "40" in "to 40 percent", not in "140"; "heat" in "Heat the living room".
-bool SaysValue(std::string_view text, std::string_view value) {
-  if (value.empty()) return true;
+// Returns where the first such occurrence ends, npos when there is none.
+size_t FindValue(std::string_view text, std::string_view value) {
+  if (value.empty()) return 0;
   const std::string t = Lower(text), v = Lower(value);
   for (size_t at = t.find(v); at != std::string::npos; at = t.find(v, at + 1)) {
     const bool left = at == 0 || !WordByte(t[at - 1]) || !WordByte(v.front());
     const size_t end = at + v.size();
     const bool right = end == t.size() || !WordByte(t[end]) || !WordByte(v.back());
-    if (left && right) return true;
+    if (left && right) return end;
   }
-  return false;
+  return std::string_view::npos;
+}
+bool SaysValue(std::string_view text, std::string_view value) { return FindValue(text, value) != std::string_view::npos; }
+
+// The digits of a number being written ("volume:30" gives "30"), empty when `hyp` is not inside one.
+std::string_view NumberSoFar(std::string_view hyp) {
+  const size_t colon = hyp.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == hyp.size()) return {};
+  const std::string_view tail = hyp.substr(colon + 1);
+  const bool digits = std::all_of(tail.begin(), tail.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-';
+  });
+  return digits ? tail : std::string_view();
 }
 
 // Whether a continuation `cont` of an earlier call, guessed at `hyp` (grammar state `state`), starts
 // with a value the utterance does not say: at a number or an enum ("brightness:" then "40", "mode:
 // <escape>" then "cool"; booleans are said in other words, "on" for true), at a string's start, or
-// with `inside_strings` anywhere in a string (the value so far and the rest up to its closing
-// <escape>: "07:15" again, not last call's "06:30"). The guess would be refused by the model more
+// with `inside_strings` anywhere in a string or a number (the value so far and the rest: "07:15"
+// again, not last call's "06:30"; "30", not "307"). The guess would be refused by the model more
 // often than not, and a string's positions need whole-vocabulary heads. (An earlier output that
 // begins with everything written so far, the model's own string included, is let go on inside it:
 // a repeated command repeats its values, said or not.)
@@ -90,7 +103,14 @@ bool UnsaidValue(std::string_view hyp, const CallMatcher& state, std::string_vie
     const std::string_view rest = cont.substr(0, cont.find(kEscape));
     return !SaysValue(utterance, std::string(so_far) + std::string(rest));
   }
-  if (!AtValue(hyp, state)) return false;
+  if (!AtValue(hyp, state)) {
+    // Inside a number ("volume:30" then "7"): the digits so far and the continuation's.
+    const std::string_view so_far = NumberSoFar(hyp);
+    if (!inside_strings || so_far.empty() || cont.empty() || (!std::isdigit(static_cast<unsigned char>(cont[0])) && cont[0] != '.'))
+      return false;
+    const std::string_view rest = cont.substr(0, cont.find_first_of(",}]"));
+    return !SaysValue(utterance, std::string(so_far) + std::string(rest));
+  }
   std::string_view value = cont;
   if (hyp.ends_with(kEscape)) {
     value = value.substr(0, value.find(kEscape));  // an enum's value
@@ -109,10 +129,48 @@ bool Names(const std::string& word, const std::string& part) {
   if (word.size() < 4 || part.size() < 4) return false;
   return word.starts_with(part) || part.starts_with(word);
 }
+
+// Where a string value copied from the utterance likely ends: before a word that begins one of the
+// catalog's enum values (another argument's value: "jazz| in the living room", "lo-fi beats| in the
+// office"), and before the short words (3 letters or fewer: "in the", "at") just in front of it;
+// npos when no such word follows. `cont` may start inside a word: only later words count.
+size_t TextEnd(std::string_view cont, const std::vector<std::string>& enum_values) {
+  const std::string lower = Lower(cont);
+  for (size_t w = 1; w < lower.size(); ++w) {
+    if (!WordByte(lower[w]) || WordByte(lower[w - 1])) continue;
+    const bool names = std::any_of(enum_values.begin(), enum_values.end(), [&](const std::string& v) {
+      if (v.empty() || lower.compare(w, v.size(), v) != 0) return false;
+      const size_t end = w + v.size();
+      return end == lower.size() || !WordByte(lower[end]) || !WordByte(v.back());
+    });
+    if (!names) continue;
+    size_t cut = w;  // back over the spaces and short words before it
+    for (;;) {
+      size_t b = cut;
+      while (b > 0 && !WordByte(lower[b - 1])) --b;
+      size_t a = b;
+      while (a > 0 && WordByte(lower[a - 1])) --a;
+      if (a == b || b - a > 3 || a == 0 || !WordByte(lower[a]) || WordByte(lower[a - 1])) {
+        cut = b;
+        break;
+      }
+      cut = a;
+    }
+    return cut;
+  }
+  return std::string_view::npos;
+}
 }  // namespace
 
 void CallGenerator::NameTool(std::string_view text) {
   named_tool_.clear();
+  if (enum_values_.empty()) {
+    for (const CallGrammar::Node& node : grammar_.nodes())
+      if (node.kind == CallGrammar::Kind::kEnum)
+        for (const std::string& v : node.choices) enum_values_.push_back(Lower(v));
+    std::sort(enum_values_.begin(), enum_values_.end());
+    enum_values_.erase(std::unique(enum_values_.begin(), enum_values_.end()), enum_values_.end());
+  }
   const std::vector<std::string>& names = grammar_.function_names();
   if (names.size() < 2 || text.empty()) return;
   const std::vector<std::string> words = Words(text);
@@ -154,6 +212,16 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
   const size_t lookups = (g & kGuessChain) ? std::max<size_t>(opt.draft_lookups, 1) : 1;
   bool after_word = false;  // the last segment was a word of the utterance that ended a value
   std::string_view word_rest;  // then: the utterance after that word
+  // A number an earlier pass wrote that is a whole word of the utterance ("volume:30" for "... at
+  // volume 30") has ended like a guessed word: no digit after it, the close rule after it.
+  if (uint32_t key = 0, left = 0; (g & kGuessSaidValue) && !matcher_.TextState(&key, &left)) {
+    const std::string_view number = NumberSoFar(hyp_);
+    const size_t end = number.empty() ? std::string_view::npos : FindValue(utterance, number);
+    if (end != std::string_view::npos) {
+      after_word = true;
+      word_rest = utterance.substr(end);
+    }
+  }
   for (size_t lookup = 0; lookup < lookups && used < room && !s.Done(); ++lookup) {
     uint32_t key = 0, left = 0;
     const bool text = s.TextState(&key, &left);
@@ -200,15 +268,25 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
     }
     bool extended = false, chain = false;
     for (const DraftCandidate& c : candidates_) {
-      const std::string_view cont = c.text;
+      std::string_view cont = c.text;
       // Most candidates fail at their first byte: skip them before encoding ('<' may open a control
       // token, which the grammar takes as a symbol, not as bytes).
       if (cont.empty() || (cont[0] != '<' && !s.Accepts(static_cast<uint8_t>(cont[0])))) continue;
       // After a whole word of the utterance the value has ended ("21 degrees"): not another digit.
       if (after_word && WordByte(cont[0])) continue;
+      // A word is a whole key or value: it does not go on from a part written before ("volume:3").
+      if (c.source == DraftSource::kWord && !hyp_.empty() && WordByte(hyp_.back())) continue;
       if ((g & kGuessSaidValue) && (c.source == DraftSource::kHistory || c.source == DraftSource::kHistoryMatch) &&
           UnsaidValue(hyp_, s, cont, utterance, /*inside_strings=*/c.source == DraftSource::kHistoryMatch))
         continue;
+      if ((g & kGuessTextEnd) && c.source == DraftSource::kTextMatch && s.TextState(&key, &left)) {
+        const size_t end = TextEnd(c.text, enum_values_);
+        if (end != std::string_view::npos) {
+          text_guess_.assign(c.text.substr(0, end));
+          text_guess_ += "<escape>";
+          cont = text_guess_;
+        }
+      }
       const size_t batch0 = batch_.size(), guesses0 = guesses_.size(), slots0 = n_slots, hyp0 = hyp_.size(), used0 = used;
       CallMatcher t = s;
       size_t worth = c.max_tokens, seg = 0, cursor = 0;

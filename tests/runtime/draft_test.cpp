@@ -349,5 +349,32 @@ TEST(Drafts, EarlierValuesAreGuessedOnlyWhereTheUtteranceSaysThem) {
   }
 }
 
+// The text-end rule: the utterance's text copied into a string value ends before the words that
+// name another argument's enum value ("jazz| in the living room"), with the string's closing
+// <escape>, instead of guessing on into them (each such position needs a whole-vocabulary head).
+// Tokens equal decoding without drafts either way.
+TEST(Drafts, CopiedTextEndsBeforeAnotherArgumentsEnumValue) {
+  const OrderedJson tools = OrderedJson::parse(R"([
+    {"type":"function","function":{"name":"play_music","description":"d","parameters":{"type":"object",
+      "properties":{"query":{"type":"string"},"speaker":{"type":"string","enum":["kitchen","living room"]}},
+      "required":["query"]}}}])");
+  const std::string utterance = "play some jazz in the living room";
+  const std::string output =
+      "<start_function_call>call:play_music{query:<escape>jazz<escape>,speaker:<escape>living room<escape>}"
+      "<end_function_call><start_function_response>";
+  ScriptedCall call(tools, utterance, output, "");
+  ConstrainedStats plain, uncut, cut;
+  const std::vector<int32_t> want = call.Run(false, &plain);
+  EXPECT_EQ(call.Text(want), output);
+  EXPECT_EQ(call.Run(true, &uncut, 0, kGuessAll & ~kGuessTextEnd), want);
+  EXPECT_EQ(call.Run(true, &cut), want);
+  const size_t refused_uncut = uncut.drafted_tokens - uncut.accepted_tokens;
+  const size_t refused_cut = cut.drafted_tokens - cut.accepted_tokens;
+  EXPECT_LT(refused_cut, refused_uncut);
+  EXPECT_LE(cut.model_calls, uncut.model_calls);
+  std::printf("%s: refused guesses %zu -> %zu, passes %zu -> %zu (%zu without drafts)\n", utterance.c_str(), refused_uncut,
+              refused_cut, uncut.model_calls, cut.model_calls, plain.model_calls);
+}
+
 }  // namespace
 }  // namespace fgemma
