@@ -47,7 +47,8 @@ enum DraftGuesser : uint32_t {
   kGuessClose = 32,        // after what is likely the last value, the call's '}'
   kGuessSaidValue = 64,    // an earlier call's value (number, enum, string) only where the utterance says it
   kGuessTextEnd = 128,     // the utterance's text copied into a string ends before words naming an enum value
-  kGuessAll = 255,
+  kGuessSlots = 256,       // at a key, the keys whose values the utterance says (an enum value, the one number)
+  kGuessAll = 511,
 };
 
 struct ConstrainedOptions {
@@ -195,6 +196,9 @@ class CallGenerator {
   std::string named_tool_;                  // that tool's name ("" when the utterance names none)
   std::vector<std::string> enum_values_;    // every enum value of the catalog, lowercase (NameTool)
   std::string text_guess_;                  // a copied text cut where its value likely ends, then <escape>
+  std::vector<std::string> slot_guesses_;   // at a key: the said keys and values from each key on (SlotGuesses)
+  // Fills slot_guesses_ for the function being called in `hyp` (empty when none is).
+  void SlotGuesses(std::string_view hyp, std::string_view utterance);
 };
 
 }  // namespace fgemma

@@ -198,6 +198,80 @@ void CallGenerator::NameTool(std::string_view text) {
   if (best > 0 && best > second) named_tool_ = names[best_i];
 }
 
+namespace {
+// The numbers of `text` ("22.5", "40", "20" of "20%"; not a part of a word), in order.
+std::vector<std::string_view> Numbers(std::string_view text) {
+  std::vector<std::string_view> out;
+  for (size_t i = 0; i < text.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i])) || (i > 0 && WordByte(text[i - 1]))) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) ||
+                               (text[j] == '.' && j + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[j + 1])))))
+      ++j;
+    if (j == text.size() || !WordByte(text[j])) out.push_back(text.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+}  // namespace
+
+void CallGenerator::SlotGuesses(std::string_view hyp, std::string_view utterance) {
+  slot_guesses_.clear();
+  const size_t at = hyp.rfind(kCall), open = hyp.rfind('{');
+  if (at == std::string_view::npos || open == std::string_view::npos || open < at) return;
+  const std::string_view name = hyp.substr(at + kCall.size(), open - at - kCall.size());
+  const std::vector<std::string>& names = grammar_.function_names();
+  const auto it = std::lower_bound(names.begin(), names.end(), name);
+  if (it == names.end() || *it != name) return;
+  const int params = grammar_.function_params(static_cast<size_t>(it - names.begin()));
+  if (params < 0) return;
+  const CallGrammar::Node& object = grammar_.nodes()[static_cast<size_t>(params)];
+  if (object.kind != CallGrammar::Kind::kObject) return;
+  // A number is a numeric key's value when it is the utterance's only number and the function's only
+  // numeric key ("set the kitchen lights to 40": brightness), not a part of a time ("6:30").
+  const std::vector<std::string_view> numbers = Numbers(utterance);
+  size_t numeric_keys = 0;
+  for (int child : object.children) {
+    const CallGrammar::Kind kind = child >= 0 ? grammar_.nodes()[static_cast<size_t>(child)].kind : CallGrammar::Kind::kAny;
+    numeric_keys += kind == CallGrammar::Kind::kInteger || kind == CallGrammar::Kind::kNumber ? 1 : 0;
+  }
+  const bool time_like = utterance.find(':') != std::string_view::npos;
+  // "key:value" in the keys' (sorted) order; an optional key the utterance does not say is left out,
+  // a required one ends the guess with its name ("on:" of set_lights: its value is not said).
+  std::vector<std::string> pairs;
+  bool open_end = false;
+  for (size_t i = 0; i < object.choices.size() && i < object.children.size() && !open_end; ++i) {
+    const int child = object.children[i];
+    if (child < 0) continue;
+    const CallGrammar::Node& node = grammar_.nodes()[static_cast<size_t>(child)];
+    const size_t before = pairs.size();
+    if (node.kind == CallGrammar::Kind::kEnum) {
+      for (const std::string& v : node.choices) {
+        if (!SaysValue(utterance, v)) continue;
+        pairs.push_back(object.choices[i] + ":<escape>" + v + "<escape>");
+        break;
+      }
+    } else if ((node.kind == CallGrammar::Kind::kInteger || node.kind == CallGrammar::Kind::kNumber) &&
+               numeric_keys == 1 && numbers.size() == 1 && !time_like &&
+               (node.kind == CallGrammar::Kind::kNumber || numbers[0].find('.') == std::string_view::npos)) {
+      pairs.push_back(object.choices[i] + ":" + std::string(numbers[0]));
+    }
+    if (pairs.size() == before && i < 64 && (object.required_mask >> i & 1) != 0) {
+      pairs.push_back(object.choices[i] + ":");
+      open_end = true;
+    }
+  }
+  // One guess from each key on: the grammar takes the first whose key may come next.
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    std::string guess;
+    for (size_t k = i; k < pairs.size(); ++k) guess += (k == i ? "" : ",") + pairs[k];
+    slot_guesses_.push_back(open_end ? guess : guess + "}");
+  }
+}
+
 size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
   size_t n_slots = 1;
   hyp_ = written_;
@@ -266,9 +340,24 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
       else if (!more)
         candidates_.push_back(close);
     }
+    // At a key ('{' or ',' of a call's arguments), the keys whose values the utterance says come
+    // first: "set_lights{" then "brightness:40,room:<escape>kitchen<escape>}" for "set the kitchen
+    // lights to 40" (an earlier call's keys say less about this one).
+    if ((g & kGuessSlots) && !text && (hyp_.ends_with('{') || hyp_.ends_with(','))) {
+      SlotGuesses(hyp_, utterance);
+      for (size_t i = slot_guesses_.size(); i-- > 0;)
+        candidates_.insert(candidates_.begin(), DraftCandidate{slot_guesses_[i], 16, DraftSource::kSlot});
+    }
     bool extended = false, chain = false;
     for (const DraftCandidate& c : candidates_) {
       std::string_view cont = c.text;
+      // A word the grammar takes only in lowercase (an enum's "heat" for "Heat the living room"):
+      // guessed so (only the word is kept: the rest of the utterance is not looked at).
+      if (c.source == DraftSource::kWord && !cont.empty() && !s.Accepts(static_cast<uint8_t>(cont[0])) &&
+          s.Accepts(static_cast<uint8_t>(std::tolower(static_cast<unsigned char>(cont[0]))))) {
+        text_guess_ = Lower(cont);
+        cont = text_guess_;
+      }
       // Most candidates fail at their first byte: skip them before encoding ('<' may open a control
       // token, which the grammar takes as a symbol, not as bytes).
       if (cont.empty() || (cont[0] != '<' && !s.Accepts(static_cast<uint8_t>(cont[0])))) continue;
@@ -374,6 +463,12 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
           // An earlier call reaching a value: the utterance may say it (a new lookup, words first);
           // if not, the same source is found again and goes on.
           if ((g & kGuessValueBreak) && c.source != DraftSource::kWord && AtValue(hyp_, t)) {
+            at_value = true;
+            open = false;
+            break;
+          }
+          // The same where a call's arguments open: the keys the utterance says come first there.
+          if ((g & kGuessSlots) && c.source != DraftSource::kSlot && hyp_.ends_with('{') && !t.TextState(&key, &left)) {
             at_value = true;
             open = false;
             break;

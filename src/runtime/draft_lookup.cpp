@@ -17,6 +17,7 @@ const char* DraftSourceName(DraftSource s) {
     case DraftSource::kTextMatch: return "text-match";
     case DraftSource::kWord: return "word";
     case DraftSource::kName: return "name";
+    case DraftSource::kSlot: return "slot";
     case DraftSource::kClose: return "close";
   }
   return "?";
