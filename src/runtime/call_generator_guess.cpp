@@ -239,11 +239,12 @@ void CallGenerator::SlotGuesses(std::string_view hyp, std::string_view utterance
     numeric_keys += kind == CallGrammar::Kind::kInteger || kind == CallGrammar::Kind::kNumber ? 1 : 0;
   }
   const bool time_like = utterance.find(':') != std::string_view::npos;
-  // "key:value" in the keys' (sorted) order; an optional key the utterance does not say is left out,
+  // "key:value" in the keys' (sorted) order (a boolean key the utterance names is true); an optional
+// key the utterance does not say is left out,
   // a required one ends the guess with its name ("on:" of set_lights: its value is not said).
   std::vector<std::string> pairs;
-  bool open_end = false;
-  for (size_t i = 0; i < object.choices.size() && i < object.children.size() && !open_end; ++i) {
+  std::vector<bool> open_end;  // per pair: a required key's name only (the guess ends there)
+  for (size_t i = 0; i < object.choices.size() && i < object.children.size(); ++i) {
     const int child = object.children[i];
     if (child < 0) continue;
     const CallGrammar::Node& node = grammar_.nodes()[static_cast<size_t>(child)];
@@ -254,21 +255,26 @@ void CallGenerator::SlotGuesses(std::string_view hyp, std::string_view utterance
         pairs.push_back(object.choices[i] + ":<escape>" + v + "<escape>");
         break;
       }
+    } else if (node.kind == CallGrammar::Kind::kBoolean && SaysValue(utterance, object.choices[i])) {
+      pairs.push_back(object.choices[i] + ":true");  // the key said ("shuffle my playlist", "turn on")
     } else if ((node.kind == CallGrammar::Kind::kInteger || node.kind == CallGrammar::Kind::kNumber) &&
                numeric_keys == 1 && numbers.size() == 1 && !time_like &&
                (node.kind == CallGrammar::Kind::kNumber || numbers[0].find('.') == std::string_view::npos)) {
       pairs.push_back(object.choices[i] + ":" + std::string(numbers[0]));
     }
-    if (pairs.size() == before && i < 64 && (object.required_mask >> i & 1) != 0) {
-      pairs.push_back(object.choices[i] + ":");
-      open_end = true;
-    }
+    const bool name_only = pairs.size() == before && i < 64 && (object.required_mask >> i & 1) != 0;
+    if (name_only) pairs.push_back(object.choices[i] + ":");
+    open_end.resize(pairs.size(), name_only);
   }
   // One guess from each key on: the grammar takes the first whose key may come next.
   for (size_t i = 0; i < pairs.size(); ++i) {
     std::string guess;
-    for (size_t k = i; k < pairs.size(); ++k) guess += (k == i ? "" : ",") + pairs[k];
-    slot_guesses_.push_back(open_end ? guess : guess + "}");
+    size_t k = i;
+    for (; k < pairs.size(); ++k) {
+      guess += (k == i ? "" : ",") + pairs[k];
+      if (open_end[k]) break;
+    }
+    slot_guesses_.push_back(k < pairs.size() ? guess : guess + "}");
   }
 }
 
@@ -467,8 +473,10 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
             open = false;
             break;
           }
-          // The same where a call's arguments open: the keys the utterance says come first there.
-          if ((g & kGuessSlots) && c.source != DraftSource::kSlot && hyp_.ends_with('{') && !t.TextState(&key, &left)) {
+          // The same at a key (where a call's arguments open, after a value): the keys the
+          // utterance says come first there.
+          if ((g & kGuessSlots) && c.source != DraftSource::kSlot && (hyp_.ends_with('{') || hyp_.ends_with(',')) &&
+              !t.TextState(&key, &left)) {
             at_value = true;
             open = false;
             break;

@@ -385,23 +385,40 @@ TEST(Drafts, KeysTheUtteranceSaysAreGuessedWhereArgumentsOpen) {
     {"type":"function","function":{"name":"set_lights","description":"d","parameters":{"type":"object",
       "properties":{"room":{"type":"string","enum":["kitchen","bedroom"]},"on":{"type":"boolean"},
       "brightness":{"type":"integer"}},"required":["room","on"]}}}])");
-  const std::string utterance = "set the kitchen lights to 40 percent";
-  const std::string output =
-      "<start_function_call>call:set_lights{brightness:40,on:true,room:<escape>kitchen<escape>}<end_function_call>"
-      "<start_function_response>";
-  ScriptedCall call(tools, utterance, output,
-                    "<start_function_call>call:set_lights{on:false,room:<escape>bedroom<escape>}<end_function_call>"
-                    "<start_function_response>");
-  ConstrainedStats plain, without, with;
-  const std::vector<int32_t> want = call.Run(false, &plain);
-  EXPECT_EQ(call.Text(want), output);
-  EXPECT_EQ(call.Run(true, &without, 0, kGuessAll & ~kGuessSlots), want);
-  std::fill(std::begin(call.accepted), std::end(call.accepted), 0);
-  EXPECT_EQ(call.Run(true, &with), want);
-  EXPECT_GT(call.accepted[static_cast<size_t>(DraftSource::kSlot)], 0u);
-  EXPECT_LT(with.model_calls, without.model_calls);
-  std::printf("%s: %zu passes without drafts, %zu without the slot rule, %zu with it\n", utterance.c_str(),
-              plain.model_calls, without.model_calls, with.model_calls);
+  struct Case {
+    std::string utterance, output, history;
+  };
+  const Case cases[] = {
+      // the number and the enum value said, the required boolean not: "brightness:40,on:"
+      {"set the kitchen lights to 40 percent",
+       "<start_function_call>call:set_lights{brightness:40,on:true,room:<escape>kitchen<escape>}<end_function_call>"
+       "<start_function_response>",
+       "<start_function_call>call:set_lights{on:false,room:<escape>bedroom<escape>}<end_function_call><start_function_response>"},
+      // a boolean key the utterance names is true: "on:true,room:<escape>kitchen<escape>}"
+      {"turn on the kitchen lights",
+       "<start_function_call>call:set_lights{on:true,room:<escape>kitchen<escape>}<end_function_call>"
+       "<start_function_response>",
+       "<start_function_call>call:set_lights{brightness:70,on:true,room:<escape>bedroom<escape>}<end_function_call>"
+       "<start_function_response>"},
+  };
+  for (const Case& c : cases) {
+    ScriptedCall call(tools, c.utterance, c.output, c.history);
+    ConstrainedStats plain, without, with;
+    const std::vector<int32_t> want = call.Run(false, &plain);
+    EXPECT_EQ(call.Text(want), c.output);
+    EXPECT_EQ(call.Run(true, &without, 0, kGuessAll & ~kGuessSlots), want) << c.utterance;
+    std::fill(std::begin(call.accepted), std::end(call.accepted), 0);
+    EXPECT_EQ(call.Run(true, &with), want) << c.utterance;
+    EXPECT_GT(call.accepted[static_cast<size_t>(DraftSource::kSlot)], 0u) << c.utterance;
+    // Fewer passes, or as many with fewer refused guesses (an earlier call's "false" here).
+    const size_t refused_without = without.drafted_tokens - without.accepted_tokens;
+    const size_t refused_with = with.drafted_tokens - with.accepted_tokens;
+    EXPECT_LE(with.model_calls, without.model_calls) << c.utterance;
+    EXPECT_TRUE(with.model_calls < without.model_calls || refused_with < refused_without) << c.utterance;
+    std::printf("%s: %zu passes without drafts, %zu without the slot rule, %zu with it (refused guesses %zu -> %zu)\n",
+                c.utterance.c_str(), plain.model_calls, without.model_calls, with.model_calls, refused_without,
+                refused_with);
+  }
 }
 
 }  // namespace
