@@ -244,6 +244,23 @@ class ScriptedCall {
   std::unique_ptr<Session> session_;
 };
 
+// One guesser rule measured: the call decoded without drafts, with drafts but without `rule`, and
+// with every rule; the three give the same tokens (the expected output). The sources accepted are
+// the last run's (call.accepted).
+struct RuleRuns {
+  ConstrainedStats plain, without, with;
+  static size_t Refused(const ConstrainedStats& st) { return st.drafted_tokens - st.accepted_tokens; }
+};
+RuleRuns RunWithAndWithout(ScriptedCall& call, uint32_t rule, const std::string& output, const std::string& label) {
+  RuleRuns r;
+  const std::vector<int32_t> want = call.Run(false, &r.plain);
+  EXPECT_EQ(call.Text(want), output) << label;
+  EXPECT_EQ(call.Run(true, &r.without, 0, kGuessAll & ~rule), want) << label;
+  std::fill(std::begin(call.accepted), std::end(call.accepted), 0);
+  EXPECT_EQ(call.Run(true, &r.with), want) << label;
+  return r;
+}
+
 // The guesser's other sources: the tool the utterance names (the history holds another tool's
 // call), a value and a key copied as whole words, and the call's closing tokens looked up after
 // them in the same pass. Tokens equal decoding without drafts, with one lookup per pass or more.
@@ -295,17 +312,11 @@ TEST(Drafts, CallsCloseAfterTheirLastValue) {
   };
   for (const Case& c : cases) {
     ScriptedCall call(tools, c.utterance, c.output, c.history);
-    ConstrainedStats plain, no_close, all;
-    const std::vector<int32_t> want = call.Run(false, &plain);
-    EXPECT_EQ(call.Text(want), c.output);
-    EXPECT_EQ(call.Run(true, &no_close, 0, kGuessAll & ~kGuessClose), want) << c.utterance;
-    std::fill(std::begin(call.accepted), std::end(call.accepted), 0);
-    EXPECT_EQ(call.Run(true, &all), want) << c.utterance;
-    const size_t closes = call.accepted[static_cast<size_t>(DraftSource::kClose)];
-    EXPECT_EQ(closes, 1u) << c.utterance;
-    EXPECT_LT(all.model_calls, no_close.model_calls) << c.utterance;
+    const RuleRuns r = RunWithAndWithout(call, kGuessClose, c.output, c.utterance);
+    EXPECT_EQ(call.accepted[static_cast<size_t>(DraftSource::kClose)], 1u) << c.utterance;
+    EXPECT_LT(r.with.model_calls, r.without.model_calls) << c.utterance;
     std::printf("%s: %zu passes without drafts, %zu without the close rule, %zu with it\n", c.utterance.c_str(),
-                plain.model_calls, no_close.model_calls, all.model_calls);
+                r.plain.model_calls, r.without.model_calls, r.with.model_calls);
   }
 }
 
@@ -335,17 +346,12 @@ TEST(Drafts, EarlierValuesAreGuessedOnlyWhereTheUtteranceSaysThem) {
   };
   for (const Case& c : cases) {
     ScriptedCall call(tools, c.utterance, c.output, c.history);
-    ConstrainedStats plain, unchecked, checked;
-    const std::vector<int32_t> want = call.Run(false, &plain);
-    EXPECT_EQ(call.Text(want), c.output);
-    EXPECT_EQ(call.Run(true, &unchecked, 0, kGuessAll & ~kGuessSaidValue), want) << c.utterance;
-    EXPECT_EQ(call.Run(true, &checked), want) << c.utterance;
-    const size_t refused_unchecked = unchecked.drafted_tokens - unchecked.accepted_tokens;
-    const size_t refused_checked = checked.drafted_tokens - checked.accepted_tokens;
-    EXPECT_LT(refused_checked, refused_unchecked) << c.utterance;
-    EXPECT_LE(checked.model_calls, unchecked.model_calls) << c.utterance;
+    const RuleRuns r = RunWithAndWithout(call, kGuessSaidValue, c.output, c.utterance);
+    EXPECT_LT(RuleRuns::Refused(r.with), RuleRuns::Refused(r.without)) << c.utterance;
+    EXPECT_LE(r.with.model_calls, r.without.model_calls) << c.utterance;
     std::printf("%s: refused guesses %zu -> %zu, passes %zu -> %zu (%zu without drafts)\n", c.utterance.c_str(),
-                refused_unchecked, refused_checked, unchecked.model_calls, checked.model_calls, plain.model_calls);
+                RuleRuns::Refused(r.without), RuleRuns::Refused(r.with), r.without.model_calls, r.with.model_calls,
+                r.plain.model_calls);
   }
 }
 
@@ -363,17 +369,12 @@ TEST(Drafts, CopiedTextEndsBeforeAnotherArgumentsEnumValue) {
       "<start_function_call>call:play_music{query:<escape>jazz<escape>,speaker:<escape>living room<escape>}"
       "<end_function_call><start_function_response>";
   ScriptedCall call(tools, utterance, output, "");
-  ConstrainedStats plain, uncut, cut;
-  const std::vector<int32_t> want = call.Run(false, &plain);
-  EXPECT_EQ(call.Text(want), output);
-  EXPECT_EQ(call.Run(true, &uncut, 0, kGuessAll & ~kGuessTextEnd), want);
-  EXPECT_EQ(call.Run(true, &cut), want);
-  const size_t refused_uncut = uncut.drafted_tokens - uncut.accepted_tokens;
-  const size_t refused_cut = cut.drafted_tokens - cut.accepted_tokens;
-  EXPECT_LT(refused_cut, refused_uncut);
-  EXPECT_LE(cut.model_calls, uncut.model_calls);
-  std::printf("%s: refused guesses %zu -> %zu, passes %zu -> %zu (%zu without drafts)\n", utterance.c_str(), refused_uncut,
-              refused_cut, uncut.model_calls, cut.model_calls, plain.model_calls);
+  const RuleRuns r = RunWithAndWithout(call, kGuessTextEnd, output, utterance);
+  EXPECT_LT(RuleRuns::Refused(r.with), RuleRuns::Refused(r.without));
+  EXPECT_LE(r.with.model_calls, r.without.model_calls);
+  std::printf("%s: refused guesses %zu -> %zu, passes %zu -> %zu (%zu without drafts)\n", utterance.c_str(),
+              RuleRuns::Refused(r.without), RuleRuns::Refused(r.with), r.without.model_calls, r.with.model_calls,
+              r.plain.model_calls);
 }
 
 // The slot rule: where a call's arguments open, the keys whose values the utterance says (an enum
@@ -403,21 +404,15 @@ TEST(Drafts, KeysTheUtteranceSaysAreGuessedWhereArgumentsOpen) {
   };
   for (const Case& c : cases) {
     ScriptedCall call(tools, c.utterance, c.output, c.history);
-    ConstrainedStats plain, without, with;
-    const std::vector<int32_t> want = call.Run(false, &plain);
-    EXPECT_EQ(call.Text(want), c.output);
-    EXPECT_EQ(call.Run(true, &without, 0, kGuessAll & ~kGuessSlots), want) << c.utterance;
-    std::fill(std::begin(call.accepted), std::end(call.accepted), 0);
-    EXPECT_EQ(call.Run(true, &with), want) << c.utterance;
+    const RuleRuns r = RunWithAndWithout(call, kGuessSlots, c.output, c.utterance);
     EXPECT_GT(call.accepted[static_cast<size_t>(DraftSource::kSlot)], 0u) << c.utterance;
-    // Fewer passes, or as many with fewer refused guesses (an earlier call's "false" here).
-    const size_t refused_without = without.drafted_tokens - without.accepted_tokens;
-    const size_t refused_with = with.drafted_tokens - with.accepted_tokens;
-    EXPECT_LE(with.model_calls, without.model_calls) << c.utterance;
-    EXPECT_TRUE(with.model_calls < without.model_calls || refused_with < refused_without) << c.utterance;
+    // Fewer passes, or as many with fewer refused guesses (an earlier call's "brightness" here).
+    EXPECT_LE(r.with.model_calls, r.without.model_calls) << c.utterance;
+    EXPECT_TRUE(r.with.model_calls < r.without.model_calls || RuleRuns::Refused(r.with) < RuleRuns::Refused(r.without))
+        << c.utterance;
     std::printf("%s: %zu passes without drafts, %zu without the slot rule, %zu with it (refused guesses %zu -> %zu)\n",
-                c.utterance.c_str(), plain.model_calls, without.model_calls, with.model_calls, refused_without,
-                refused_with);
+                c.utterance.c_str(), r.plain.model_calls, r.without.model_calls, r.with.model_calls,
+                RuleRuns::Refused(r.without), RuleRuns::Refused(r.with));
   }
 }
 
