@@ -12,6 +12,7 @@
 #include <cctype>
 
 #include "runtime/call_generator.h"
+#include "runtime/utterance_match.h"
 
 namespace fgemma {
 namespace {
@@ -33,71 +34,20 @@ bool AtValue(std::string_view hyp, const CallMatcher& state) {
   return (hyp.ends_with(':') && !hyp.ends_with(kCall)) || hyp.ends_with(":<escape>");
 }
 
-bool WordByte(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// Lowercase alphanumeric runs of `s`.
-std::vector<std::string> Words(std::string_view s) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < s.size();) {
-    if (!WordByte(s[i])) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < s.size() && WordByte(s[j])) ++j;
-    out.push_back(Lower(s.substr(i, j - i)));
-    i = j;
-  }
-  return out;
-}
-
-// `value` occurs in `text` as a whole (no letter or digit joined to it on either side), ignoring
-// case: "40" in "to 40 percent", not in "140"; "heat" in "Heat the living room".
-// Returns where the first such occurrence ends, npos when there is none.
-size_t FindValue(std::string_view text, std::string_view value) {
-  if (value.empty()) return 0;
-  const std::string t = Lower(text), v = Lower(value);
-  for (size_t at = t.find(v); at != std::string::npos; at = t.find(v, at + 1)) {
-    const bool left = at == 0 || !WordByte(t[at - 1]) || !WordByte(v.front());
-    const size_t end = at + v.size();
-    const bool right = end == t.size() || !WordByte(t[end]) || !WordByte(v.back());
-    if (left && right) return end;
-  }
-  return std::string_view::npos;
-}
-bool SaysValue(std::string_view text, std::string_view value) { return FindValue(text, value) != std::string_view::npos; }
-
-// The digits of a number being written ("volume:30" gives "30"), empty when `hyp` is not inside one.
-std::string_view NumberSoFar(std::string_view hyp) {
-  const size_t colon = hyp.rfind(':');
-  if (colon == std::string_view::npos || colon + 1 == hyp.size()) return {};
-  const std::string_view tail = hyp.substr(colon + 1);
-  const bool digits = std::all_of(tail.begin(), tail.end(), [](char c) {
-    return std::isdigit(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-';
-  });
-  return digits ? tail : std::string_view();
-}
-
 // Whether a continuation `cont` of an earlier call, guessed at `hyp` (grammar state `state`), starts
 // with a value the utterance does not say: at a number or an enum ("brightness:" then "40", "mode:
 // <escape>" then "cool"; booleans are said in other words, "on" for true), at a string's start, or
-// with `inside_strings` anywhere in a string or a number (the value so far and the rest: "07:15"
+// with `inside_values` anywhere in a string or a number (the value so far and the rest: "07:15"
 // again, not last call's "06:30"; "30", not "307"). The guess would be refused by the model more
 // often than not, and a string's positions need whole-vocabulary heads. (An earlier output that
 // begins with everything written so far, the model's own string included, is let go on inside it:
 // a repeated command repeats its values, said or not.)
 bool UnsaidValue(std::string_view hyp, const CallMatcher& state, std::string_view cont, std::string_view utterance,
-                 bool inside_strings) {
+                 bool inside_values) {
   constexpr std::string_view kEscape = "<escape>";
   uint32_t key = 0, left = 0;
   if (state.TextState(&key, &left)) {
-    if (!inside_strings && !hyp.ends_with(kEscape)) return false;
+    if (!inside_values && !hyp.ends_with(kEscape)) return false;
     const size_t open = hyp.rfind(kEscape);
     const std::string_view so_far = open == std::string_view::npos ? std::string_view() : hyp.substr(open + kEscape.size());
     const std::string_view rest = cont.substr(0, cont.find(kEscape));
@@ -106,7 +56,7 @@ bool UnsaidValue(std::string_view hyp, const CallMatcher& state, std::string_vie
   if (!AtValue(hyp, state)) {
     // Inside a number ("volume:30" then "7"): the digits so far and the continuation's.
     const std::string_view so_far = NumberSoFar(hyp);
-    if (!inside_strings || so_far.empty() || cont.empty() || (!std::isdigit(static_cast<unsigned char>(cont[0])) && cont[0] != '.'))
+    if (!inside_values || so_far.empty() || cont.empty() || (!std::isdigit(static_cast<unsigned char>(cont[0])) && cont[0] != '.'))
       return false;
     const std::string_view rest = cont.substr(0, cont.find_first_of(",}]"));
     return !SaysValue(utterance, std::string(so_far) + std::string(rest));
@@ -122,161 +72,7 @@ bool UnsaidValue(std::string_view hyp, const CallMatcher& state, std::string_vie
   return !SaysValue(utterance, value);
 }
 
-// A word of the utterance names a part of a function name: equal, or one a prefix of the other
-// when both have 4 letters or more ("light" for "lights", "playlist" for "play").
-bool Names(const std::string& word, const std::string& part) {
-  if (word == part) return true;
-  if (word.size() < 4 || part.size() < 4) return false;
-  return word.starts_with(part) || part.starts_with(word);
-}
-
-// Where a string value copied from the utterance likely ends: before a word that begins one of the
-// catalog's enum values (another argument's value: "jazz| in the living room", "lo-fi beats| in the
-// office"), and before the short words (3 letters or fewer: "in the", "at") just in front of it;
-// npos when no such word follows. `cont` may start inside a word: only later words count.
-size_t TextEnd(std::string_view cont, const std::vector<std::string>& enum_values) {
-  const std::string lower = Lower(cont);
-  for (size_t w = 1; w < lower.size(); ++w) {
-    if (!WordByte(lower[w]) || WordByte(lower[w - 1])) continue;
-    const bool names = std::any_of(enum_values.begin(), enum_values.end(), [&](const std::string& v) {
-      if (v.empty() || lower.compare(w, v.size(), v) != 0) return false;
-      const size_t end = w + v.size();
-      return end == lower.size() || !WordByte(lower[end]) || !WordByte(v.back());
-    });
-    if (!names) continue;
-    size_t cut = w;  // back over the spaces and short words before it
-    for (;;) {
-      size_t b = cut;
-      while (b > 0 && !WordByte(lower[b - 1])) --b;
-      size_t a = b;
-      while (a > 0 && WordByte(lower[a - 1])) --a;
-      if (a == b || b - a > 3 || a == 0 || !WordByte(lower[a]) || WordByte(lower[a - 1])) {
-        cut = b;
-        break;
-      }
-      cut = a;
-    }
-    return cut;
-  }
-  return std::string_view::npos;
-}
 }  // namespace
-
-void CallGenerator::NameTool(std::string_view text) {
-  named_tool_.clear();
-  if (enum_values_.empty()) {
-    for (const CallGrammar::Node& node : grammar_.nodes())
-      if (node.kind == CallGrammar::Kind::kEnum)
-        for (const std::string& v : node.choices) enum_values_.push_back(Lower(v));
-    std::sort(enum_values_.begin(), enum_values_.end());
-    enum_values_.erase(std::unique(enum_values_.begin(), enum_values_.end()), enum_values_.end());
-  }
-  const std::vector<std::string>& names = grammar_.function_names();
-  if (names.size() < 2 || text.empty()) return;
-  const std::vector<std::string> words = Words(text);
-  std::vector<std::vector<std::string>> parts(names.size());
-  for (size_t i = 0; i < names.size(); ++i) parts[i] = Words(names[i]);
-  // A part shared by several names ("set") says less than one of a single name ("thermostat").
-  double best = 0, second = 0;
-  size_t best_i = 0;
-  for (size_t i = 0; i < names.size(); ++i) {
-    double score = 0;
-    for (const std::string& part : parts[i]) {
-      if (std::none_of(words.begin(), words.end(), [&](const std::string& w) { return Names(w, part); })) continue;
-      size_t df = 0;
-      for (const auto& other : parts) df += std::find(other.begin(), other.end(), part) != other.end() ? 1 : 0;
-      score += 1.0 / static_cast<double>(std::max<size_t>(df, 1));
-    }
-    if (score > best) {
-      second = best;
-      best = score;
-      best_i = i;
-    } else if (score > second) {
-      second = score;
-    }
-  }
-  if (best > 0 && best > second) named_tool_ = names[best_i];
-}
-
-namespace {
-// The numbers of `text` ("22.5", "40", "20" of "20%"; not a part of a word), in order.
-std::vector<std::string_view> Numbers(std::string_view text) {
-  std::vector<std::string_view> out;
-  for (size_t i = 0; i < text.size();) {
-    if (!std::isdigit(static_cast<unsigned char>(text[i])) || (i > 0 && WordByte(text[i - 1]))) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) ||
-                               (text[j] == '.' && j + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[j + 1])))))
-      ++j;
-    if (j == text.size() || !WordByte(text[j])) out.push_back(text.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-}  // namespace
-
-void CallGenerator::SlotGuesses(std::string_view hyp, std::string_view utterance) {
-  slot_guesses_.clear();
-  const size_t at = hyp.rfind(kCall), open = hyp.rfind('{');
-  if (at == std::string_view::npos || open == std::string_view::npos || open < at) return;
-  const std::string_view name = hyp.substr(at + kCall.size(), open - at - kCall.size());
-  const std::vector<std::string>& names = grammar_.function_names();
-  const auto it = std::lower_bound(names.begin(), names.end(), name);
-  if (it == names.end() || *it != name) return;
-  const int params = grammar_.function_params(static_cast<size_t>(it - names.begin()));
-  if (params < 0) return;
-  const CallGrammar::Node& object = grammar_.nodes()[static_cast<size_t>(params)];
-  if (object.kind != CallGrammar::Kind::kObject) return;
-  // A number is a numeric key's value when it is the utterance's only number and the function's only
-  // numeric key ("set the kitchen lights to 40": brightness), not a part of a time ("6:30").
-  const std::vector<std::string_view> numbers = Numbers(utterance);
-  size_t numeric_keys = 0;
-  for (int child : object.children) {
-    const CallGrammar::Kind kind = child >= 0 ? grammar_.nodes()[static_cast<size_t>(child)].kind : CallGrammar::Kind::kAny;
-    numeric_keys += kind == CallGrammar::Kind::kInteger || kind == CallGrammar::Kind::kNumber ? 1 : 0;
-  }
-  const bool time_like = utterance.find(':') != std::string_view::npos;
-  // "key:value" in the keys' (sorted) order (a boolean key the utterance names is true); an optional
-// key the utterance does not say is left out,
-  // a required one ends the guess with its name ("on:" of set_lights: its value is not said).
-  std::vector<std::string> pairs;
-  std::vector<bool> open_end;  // per pair: a required key's name only (the guess ends there)
-  for (size_t i = 0; i < object.choices.size() && i < object.children.size(); ++i) {
-    const int child = object.children[i];
-    if (child < 0) continue;
-    const CallGrammar::Node& node = grammar_.nodes()[static_cast<size_t>(child)];
-    const size_t before = pairs.size();
-    if (node.kind == CallGrammar::Kind::kEnum) {
-      for (const std::string& v : node.choices) {
-        if (!SaysValue(utterance, v)) continue;
-        pairs.push_back(object.choices[i] + ":<escape>" + v + "<escape>");
-        break;
-      }
-    } else if (node.kind == CallGrammar::Kind::kBoolean && SaysValue(utterance, object.choices[i])) {
-      pairs.push_back(object.choices[i] + ":true");  // the key said ("shuffle my playlist", "turn on")
-    } else if ((node.kind == CallGrammar::Kind::kInteger || node.kind == CallGrammar::Kind::kNumber) &&
-               numeric_keys == 1 && numbers.size() == 1 && !time_like &&
-               (node.kind == CallGrammar::Kind::kNumber || numbers[0].find('.') == std::string_view::npos)) {
-      pairs.push_back(object.choices[i] + ":" + std::string(numbers[0]));
-    }
-    const bool name_only = pairs.size() == before && i < 64 && (object.required_mask >> i & 1) != 0;
-    if (name_only) pairs.push_back(object.choices[i] + ":");
-    open_end.resize(pairs.size(), name_only);
-  }
-  // One guess from each key on: the grammar takes the first whose key may come next.
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    std::string guess;
-    size_t k = i;
-    for (; k < pairs.size(); ++k) {
-      guess += (k == i ? "" : ",") + pairs[k];
-      if (open_end[k]) break;
-    }
-    slot_guesses_.push_back(k < pairs.size() ? guess : guess + "}");
-  }
-}
 
 size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
   size_t n_slots = 1;
@@ -372,7 +168,7 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
       // A word is a whole key or value: it does not go on from a part written before ("volume:3").
       if (c.source == DraftSource::kWord && !hyp_.empty() && WordByte(hyp_.back())) continue;
       if ((g & kGuessSaidValue) && (c.source == DraftSource::kHistory || c.source == DraftSource::kHistoryMatch) &&
-          UnsaidValue(hyp_, s, cont, utterance, /*inside_strings=*/c.source == DraftSource::kHistoryMatch))
+          UnsaidValue(hyp_, s, cont, utterance, /*inside_values=*/c.source == DraftSource::kHistoryMatch))
         continue;
       if ((g & kGuessTextEnd) && c.source == DraftSource::kTextMatch && s.TextState(&key, &left)) {
         const size_t end = TextEnd(c.text, enum_values_);

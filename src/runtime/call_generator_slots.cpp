@@ -1,0 +1,109 @@
+// CallGenerator's reading of the utterance for its guesses: the tool it names and, where a call's
+// arguments open, the keys whose values it says (call_generator_guess.cpp uses both).
+#include <algorithm>
+
+#include "runtime/call_generator.h"
+#include "runtime/utterance_match.h"
+
+namespace fgemma {
+namespace {
+constexpr std::string_view kCall = "call:";
+}  // namespace
+
+void CallGenerator::NameTool(std::string_view text) {
+  named_tool_.clear();
+  if (enum_values_.empty()) {
+    for (const CallGrammar::Node& node : grammar_.nodes())
+      if (node.kind == CallGrammar::Kind::kEnum)
+        for (const std::string& v : node.choices) enum_values_.push_back(Lower(v));
+    std::sort(enum_values_.begin(), enum_values_.end());
+    enum_values_.erase(std::unique(enum_values_.begin(), enum_values_.end()), enum_values_.end());
+  }
+  const std::vector<std::string>& names = grammar_.function_names();
+  if (names.size() < 2 || text.empty()) return;
+  const std::vector<std::string> words = Words(text);
+  std::vector<std::vector<std::string>> parts(names.size());
+  for (size_t i = 0; i < names.size(); ++i) parts[i] = Words(names[i]);
+  // A part shared by several names ("set") says less than one of a single name ("thermostat").
+  double best = 0, second = 0;
+  size_t best_i = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    double score = 0;
+    for (const std::string& part : parts[i]) {
+      if (std::none_of(words.begin(), words.end(), [&](const std::string& w) { return Names(w, part); })) continue;
+      size_t df = 0;
+      for (const auto& other : parts) df += std::find(other.begin(), other.end(), part) != other.end() ? 1 : 0;
+      score += 1.0 / static_cast<double>(std::max<size_t>(df, 1));
+    }
+    if (score > best) {
+      second = best;
+      best = score;
+      best_i = i;
+    } else if (score > second) {
+      second = score;
+    }
+  }
+  if (best > 0 && best > second) named_tool_ = names[best_i];
+}
+
+void CallGenerator::SlotGuesses(std::string_view hyp, std::string_view utterance) {
+  slot_guesses_.clear();
+  const size_t at = hyp.rfind(kCall), open = hyp.rfind('{');
+  if (at == std::string_view::npos || open == std::string_view::npos || open < at) return;
+  const std::string_view name = hyp.substr(at + kCall.size(), open - at - kCall.size());
+  const std::vector<std::string>& names = grammar_.function_names();
+  const auto it = std::lower_bound(names.begin(), names.end(), name);
+  if (it == names.end() || *it != name) return;
+  const int params = grammar_.function_params(static_cast<size_t>(it - names.begin()));
+  if (params < 0) return;
+  const CallGrammar::Node& object = grammar_.nodes()[static_cast<size_t>(params)];
+  if (object.kind != CallGrammar::Kind::kObject) return;
+  // A number is a numeric key's value when it is the utterance's only number and the function's only
+  // numeric key ("set the kitchen lights to 40": brightness), not a part of a time ("6:30").
+  const std::vector<std::string_view> numbers = Numbers(utterance);
+  size_t numeric_keys = 0;
+  for (int child : object.children) {
+    const CallGrammar::Kind kind = child >= 0 ? grammar_.nodes()[static_cast<size_t>(child)].kind : CallGrammar::Kind::kAny;
+    numeric_keys += kind == CallGrammar::Kind::kInteger || kind == CallGrammar::Kind::kNumber ? 1 : 0;
+  }
+  const bool time_like = utterance.find(':') != std::string_view::npos;
+  // "key:value" in the keys' (sorted) order (a boolean key the utterance names is true); an optional
+// key the utterance does not say is left out,
+  // a required one ends the guess with its name ("on:" of set_lights: its value is not said).
+  std::vector<std::string> pairs;
+  std::vector<bool> open_end;  // per pair: a required key's name only (the guess ends there)
+  for (size_t i = 0; i < object.choices.size() && i < object.children.size(); ++i) {
+    const int child = object.children[i];
+    if (child < 0) continue;
+    const CallGrammar::Node& node = grammar_.nodes()[static_cast<size_t>(child)];
+    const size_t before = pairs.size();
+    if (node.kind == CallGrammar::Kind::kEnum) {
+      for (const std::string& v : node.choices) {
+        if (!SaysValue(utterance, v)) continue;
+        pairs.push_back(object.choices[i] + ":<escape>" + v + "<escape>");
+        break;
+      }
+    } else if (node.kind == CallGrammar::Kind::kBoolean && SaysValue(utterance, object.choices[i])) {
+      pairs.push_back(object.choices[i] + ":true");  // the key said ("shuffle my playlist", "turn on")
+    } else if ((node.kind == CallGrammar::Kind::kInteger || node.kind == CallGrammar::Kind::kNumber) &&
+               numeric_keys == 1 && numbers.size() == 1 && !time_like &&
+               (node.kind == CallGrammar::Kind::kNumber || numbers[0].find('.') == std::string_view::npos)) {
+      pairs.push_back(object.choices[i] + ":" + std::string(numbers[0]));
+    }
+    const bool name_only = pairs.size() == before && i < 64 && (object.required_mask >> i & 1) != 0;
+    if (name_only) pairs.push_back(object.choices[i] + ":");
+    open_end.resize(pairs.size(), name_only);
+  }
+  // One guess from each key on: the grammar takes the first whose key may come next.
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    std::string guess;
+    size_t k = i;
+    for (; k < pairs.size(); ++k) {
+      guess += (k == i ? "" : ",") + pairs[k];
+      if (open_end[k]) break;
+    }
+    slot_guesses_.push_back(k < pairs.size() ? guess : guess + "}");
+  }
+}
+
+}  // namespace fgemma
