@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/utterance_match.h"
+
 namespace fgemma {
 
 CallGenerator::CallGenerator(const ConstraintVocab& vocab, const CallGrammar& grammar, int32_t vocab_size,
@@ -14,6 +16,11 @@ CallGenerator::CallGenerator(const ConstraintVocab& vocab, const CallGrammar& gr
       cache_(cache) {
   allowed_.reserve(static_cast<size_t>(vocab_size));
   pending_.reserve(4096);
+  for (const CallGrammar::Node& node : grammar_.nodes())
+    if (node.kind == CallGrammar::Kind::kEnum)
+      for (const std::string& v : node.choices) enum_values_.push_back(Lower(v));
+  std::sort(enum_values_.begin(), enum_values_.end());
+  enum_values_.erase(std::unique(enum_values_.begin(), enum_values_.end()), enum_values_.end());
 }
 
 Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt, const ConstrainedOptions& opt,

@@ -194,7 +194,7 @@ class CallGenerator {
   std::string hyp_;                         // drafting: the text the pass's batch reaches
   std::string name_guess_;                  // the tool the utterance names, as a candidate's text
   std::string named_tool_;                  // that tool's name ("" when the utterance names none)
-  std::vector<std::string> enum_values_;    // every enum value of the catalog, lowercase (NameTool)
+  std::vector<std::string> enum_values_;    // every enum value of the catalog, lowercase, once
   std::string text_guess_;                  // a copied text cut where its value likely ends, then <escape>
   std::vector<std::string> slot_guesses_;   // at a key: the said keys and values from each key on (SlotGuesses)
   // Fills slot_guesses_ for the function being called in `hyp` (empty when none is).

@@ -34,6 +34,12 @@ bool AtValue(std::string_view hyp, const CallMatcher& state) {
   return (hyp.ends_with(':') && !hyp.ends_with(kCall)) || hyp.ends_with(":<escape>");
 }
 
+// After a call's '{' or a value's ',' outside free text: where a key comes next.
+bool AtKey(std::string_view hyp, const CallMatcher& state) {
+  uint32_t key = 0, left = 0;
+  return !state.TextState(&key, &left) && (hyp.ends_with('{') || hyp.ends_with(','));
+}
+
 // Whether a continuation `cont` of an earlier call, guessed at `hyp` (grammar state `state`), starts
 // with a value the utterance does not say: at a number or an enum ("brightness:" then "40", "mode:
 // <escape>" then "cool"; booleans are said in other words, "on" for true), at a string's start, or
@@ -145,7 +151,7 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
     // At a key ('{' or ',' of a call's arguments), the keys whose values the utterance says come
     // first: "set_lights{" then "brightness:40,room:<escape>kitchen<escape>}" for "set the kitchen
     // lights to 40" (an earlier call's keys say less about this one).
-    if ((g & kGuessSlots) && !text && (hyp_.ends_with('{') || hyp_.ends_with(','))) {
+    if ((g & kGuessSlots) && AtKey(hyp_, s)) {
       SlotGuesses(hyp_, utterance);
       for (size_t i = slot_guesses_.size(); i-- > 0;)
         candidates_.insert(candidates_.begin(), DraftCandidate{slot_guesses_[i], 16, DraftSource::kSlot});
@@ -271,8 +277,7 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
           }
           // The same at a key (where a call's arguments open, after a value): the keys the
           // utterance says come first there.
-          if ((g & kGuessSlots) && c.source != DraftSource::kSlot && (hyp_.ends_with('{') || hyp_.ends_with(',')) &&
-              !t.TextState(&key, &left)) {
+          if ((g & kGuessSlots) && c.source != DraftSource::kSlot && AtKey(hyp_, t)) {
             at_value = true;
             open = false;
             break;

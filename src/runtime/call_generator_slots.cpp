@@ -12,13 +12,6 @@ constexpr std::string_view kCall = "call:";
 
 void CallGenerator::NameTool(std::string_view text) {
   named_tool_.clear();
-  if (enum_values_.empty()) {
-    for (const CallGrammar::Node& node : grammar_.nodes())
-      if (node.kind == CallGrammar::Kind::kEnum)
-        for (const std::string& v : node.choices) enum_values_.push_back(Lower(v));
-    std::sort(enum_values_.begin(), enum_values_.end());
-    enum_values_.erase(std::unique(enum_values_.begin(), enum_values_.end()), enum_values_.end());
-  }
   const std::vector<std::string>& names = grammar_.function_names();
   if (names.size() < 2 || text.empty()) return;
   const std::vector<std::string> words = Words(text);
