@@ -109,21 +109,25 @@ float MaxValueImpl(const float* x, size_t n) {
   return m;
 }
 
-// gate[i] = 0.5 * g * (1 + tanh(sqrt(2/pi) * (g + 0.044715 g^3))) * up[i], with Highway's
-// vector tanh (max error 4 ulp in float32).
+// gate[i] = 0.5 * g * (1 + tanh(u)) * up[i], u = sqrt(2/pi) * (g + 0.044715 g^3), computed as the
+// equal g / (1 + exp(-2u)) * up[i]: one Highway Exp (1 ulp) and a division instead of its Tanh
+// (~59 instructions per 4 lanes on NEON: 0.55M of a 270m token). Also more accurate where g is very
+// negative: 1 + tanh(u) cancels there, exp(-2u) does not.
 void GeluTanhMulImpl(float* gate, const float* up, size_t n) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
-  const auto k0 = hn::Set(d, 0.7978845608028654f), k1 = hn::Set(d, 0.044715f), half = hn::Set(d, 0.5f),
-             one = hn::Set(d, 1.0f);
+  const auto minus_two_k0 = hn::Set(d, -2.0f * 0.7978845608028654f), k1 = hn::Set(d, 0.044715f),
+             one = hn::Set(d, 1.0f), min_z = hn::Set(d, -100.0f), max_z = hn::Set(d, 88.0f);
   size_t i = 0;
   for (; i + N <= n; i += N) {
     const auto g = hn::LoadU(d, gate + i);
-    const auto inner = hn::Mul(k0, hn::MulAdd(hn::Mul(k1, g), hn::Mul(g, g), g));
-    // NaN (a corrupt state) stays NaN through g, but must not reach Tanh: Highway's emulated targets
-    // convert it to int, which is undefined behaviour.
-    const auto t = hn::Tanh(d, hn::IfThenZeroElse(hn::IsNaN(inner), inner));
-    hn::StoreU(hn::Mul(hn::Mul(hn::Mul(half, g), hn::Add(one, t)), hn::LoadU(d, up + i)), d, gate + i);
+    const auto z = hn::Mul(minus_two_k0, hn::MulAdd(hn::Mul(k1, g), hn::Mul(g, g), g));  // -2u
+    // z in [-100, 88]: Exp's valid range, and exp(z) finite (an infinite divisor would make ARMv7's
+    // reciprocal-step division NaN); beyond 88 the result is g / 1.6e38, zero to the precision of
+    // g * up. A NaN (a corrupt state) stays NaN through g, but must not reach Exp: Highway's
+    // emulated targets convert it to int, which is undefined behaviour.
+    const auto e = hn::Exp(d, hn::Min(hn::Max(hn::IfThenZeroElse(hn::IsNaN(z), z), min_z), max_z));
+    hn::StoreU(hn::Mul(hn::Div(g, hn::Add(one, e)), hn::LoadU(d, up + i)), d, gate + i);
   }
   if (i < n) {  // tail through a padded copy so every lane runs the same math
     HWY_ALIGN float g[hn::MaxLanes(d)] = {}, u[hn::MaxLanes(d)] = {};

@@ -17,8 +17,8 @@ void AddScaled(float* y, const float* x, float s, size_t n);
 void AddRowCombination(float* y, const float* rows, size_t stride, const float* c, size_t k, size_t n);
 // y[i] *= s.
 void Scale(float* y, float s, size_t n);
-// gate[i] = gelu_tanh(gate[i]) * up[i] (vector tanh, <= 4 ulp; GeluTanhMulReference in ops.h is
-// the scalar reference).
+// gate[i] = gelu_tanh(gate[i]) * up[i] (as g / (1 + exp(-2u)): a few ulp of g * up;
+// GeluTanhMulReference in ops.h is the scalar reference).
 void GeluTanhMul(float* gate, const float* up, size_t n);
 // The largest of the values of x[0..n) that are not NaN (-inf if none): the LM head's arg-max
 // skips a block of logits whose largest is below the best so far (a NaN never wins its `>`).
