@@ -87,6 +87,7 @@ Result<int> CallGrammar::AddNode(const Schema* schema, int depth) {
           const std::string v = e.get<std::string>();
           if (v.find(kEscapeText) != std::string::npos) return InvalidArgument("enum value contains <escape>");
           n.choices.push_back(v);
+          if (std::find(n.listed.begin(), n.listed.end(), v) == n.listed.end()) n.listed.push_back(v);
         }
         std::sort(n.choices.begin(), n.choices.end());
         n.choices.erase(std::unique(n.choices.begin(), n.choices.end()), n.choices.end());

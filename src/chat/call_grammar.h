@@ -70,6 +70,7 @@ class CallGrammar {
   struct Node {
     Kind kind = Kind::kAny;
     std::vector<std::string> choices;  // kEnum: values; kObject: property names; both sorted bytewise
+    std::vector<std::string> listed;   // kEnum: the values in the schema's order (drafts guess lists by it)
     std::vector<int> children;         // kObject: node per sorted property; kArray: {item} (-1: any)
     uint64_t required_mask = 0;        // kObject: bit i = choices[i] is required
     bool free_keys = false;            // kObject without declared properties: any identifier keys

@@ -48,7 +48,8 @@ enum DraftGuesser : uint32_t {
   kGuessSaidValue = 64,    // an earlier call's value (number, enum, string) only where the utterance says it
   kGuessTextEnd = 128,     // the utterance's text copied into a string ends before words naming an enum value
   kGuessSlots = 256,       // at a key, the keys whose values the utterance says (an enum value, the one number)
-  kGuessAll = 511,
+  kGuessLists = 512,       // in an array of enum strings the utterance names none of, the values in schema order
+  kGuessAll = 1023,
 };
 
 struct ConstrainedOptions {
@@ -199,6 +200,11 @@ class CallGenerator {
   std::vector<std::string> slot_guesses_;   // at a key: the said keys and values from each key on (SlotGuesses)
   // Fills slot_guesses_ for the function being called in `hyp` (empty when none is).
   void SlotGuesses(std::string_view hyp, std::string_view utterance);
+  std::string list_guess_;                  // in an array of enum values: the items to come (ListGuess)
+  // Fills list_guess_ where `hyp` is inside an array of enum strings (after '[', an item or its ','):
+  // the values after the last item in the schema's order, or from the first; empty elsewhere, or
+  // when the utterance names one of the values (its words are the better guess then).
+  void ListGuess(std::string_view hyp, std::string_view utterance);
 };
 
 }  // namespace fgemma

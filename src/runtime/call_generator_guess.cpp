@@ -156,6 +156,17 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
       for (size_t i = slot_guesses_.size(); i-- > 0;)
         candidates_.insert(candidates_.begin(), DraftCandidate{slot_guesses_[i], 16, DraftSource::kSlot});
     }
+    // In an array of enum values the utterance names none of ("on weekdays"), the values in the
+    // schema's order from the one after the last item: after an earlier output that begins with
+    // everything written (a repeated command), before the rest.
+    if (g & kGuessLists) {
+      ListGuess(hyp_, utterance);
+      if (!list_guess_.empty()) {
+        const auto after = std::find_if(candidates_.begin(), candidates_.end(),
+                                        [](const DraftCandidate& c) { return c.source != DraftSource::kHistory; });
+        candidates_.insert(after, DraftCandidate{list_guess_, 16, DraftSource::kList});
+      }
+    }
     bool extended = false, chain = false;
     for (const DraftCandidate& c : candidates_) {
       std::string_view cont = c.text;
@@ -277,7 +288,7 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
           }
           // The same at a key (where a call's arguments open, after a value): the keys the
           // utterance says come first there.
-          if ((g & kGuessSlots) && c.source != DraftSource::kSlot && AtKey(hyp_, t)) {
+          if ((g & kGuessSlots) && c.source != DraftSource::kSlot && c.source != DraftSource::kList && AtKey(hyp_, t)) {
             at_value = true;
             open = false;
             break;

@@ -1,5 +1,6 @@
-// CallGenerator's reading of the utterance for its guesses: the tool it names and, where a call's
-// arguments open, the keys whose values it says (call_generator_guess.cpp uses both).
+// CallGenerator's reading of the utterance and the catalog for its guesses: the tool it names, where
+// a call's arguments open the keys whose values it says, and in an array of enum values the values
+// to come (call_generator_guess.cpp uses all three).
 #include <algorithm>
 
 #include "runtime/call_generator.h"
@@ -8,6 +9,25 @@
 namespace fgemma {
 namespace {
 constexpr std::string_view kCall = "call:";
+constexpr std::string_view kEscape = "<escape>";
+
+// The values, in the schema's order, of the enum items of an array property named `key` (the first
+// such property of the catalog), or null.
+const std::vector<std::string>* ListedItems(const CallGrammar& grammar, std::string_view key) {
+  const std::vector<CallGrammar::Node>& nodes = grammar.nodes();
+  for (const CallGrammar::Node& object : nodes) {
+    if (object.kind != CallGrammar::Kind::kObject) continue;
+    const auto it = std::lower_bound(object.choices.begin(), object.choices.end(), key);
+    if (it == object.choices.end() || *it != key) continue;
+    const size_t i = static_cast<size_t>(it - object.choices.begin());
+    if (i >= object.children.size() || object.children[i] < 0) continue;
+    const CallGrammar::Node& array = nodes[static_cast<size_t>(object.children[i])];
+    if (array.kind != CallGrammar::Kind::kArray || array.children.empty() || array.children[0] < 0) continue;
+    const CallGrammar::Node& item = nodes[static_cast<size_t>(array.children[0])];
+    if (item.kind == CallGrammar::Kind::kEnum) return &item.listed;
+  }
+  return nullptr;
+}
 }  // namespace
 
 void CallGenerator::NameTool(std::string_view text) {
@@ -61,8 +81,8 @@ void CallGenerator::SlotGuesses(std::string_view hyp, std::string_view utterance
   }
   const bool time_like = utterance.find(':') != std::string_view::npos;
   // "key:value" in the keys' (sorted) order (a boolean key the utterance names is true); an optional
-// key the utterance does not say is left out,
-  // a required one ends the guess with its name ("on:" of set_lights: its value is not said).
+  // key the utterance does not say is left out, a required one ends the guess with its name ("on:"
+  // of set_lights: its value is not said).
   std::vector<std::string> pairs;
   std::vector<bool> open_end;  // per pair: a required key's name only (the guess ends there)
   for (size_t i = 0; i < object.choices.size() && i < object.children.size(); ++i) {
@@ -96,6 +116,50 @@ void CallGenerator::SlotGuesses(std::string_view hyp, std::string_view utterance
       if (open_end[k]) break;
     }
     slot_guesses_.push_back(k < pairs.size() ? guess : guess + "}");
+  }
+}
+
+void CallGenerator::ListGuess(std::string_view hyp, std::string_view utterance) {
+  list_guess_.clear();
+  // The open array: "key:[" then its items so far ("<escape>mon<escape>,<escape>tue<escape>").
+  const size_t open = hyp.rfind(":[");
+  if (open == std::string_view::npos) return;
+  const size_t key_start = hyp.find_last_of("{,", open);
+  if (key_start == std::string_view::npos) return;
+  const std::vector<std::string>* listed = ListedItems(grammar_, hyp.substr(key_start + 1, open - key_start - 1));
+  if (listed == nullptr) return;
+  for (const std::string& v : *listed)
+    if (SaysValue(utterance, v)) return;  // "on monday and friday": the words say which
+  std::string_view items = hyp.substr(open + 2);
+  if (items.find(']') != std::string_view::npos) return;  // the array has closed
+  size_t escapes = 0;
+  for (size_t at = items.find(kEscape); at != std::string_view::npos; at = items.find(kEscape, at + 1)) ++escapes;
+  size_t next = 0;               // the first value to guess
+  bool comma = false, value_only = false;  // before it: a ',' and its <escape>; only the value
+  if (escapes % 2 == 1) {        // inside an item: only at its start
+    if (!items.ends_with(kEscape)) return;
+    value_only = true;
+    items.remove_suffix(kEscape.size());
+    if (items.ends_with(',')) items.remove_suffix(1);
+  } else if (items.ends_with(',')) {
+    items.remove_suffix(1);
+  } else {
+    comma = !items.empty();
+  }
+  if (!items.empty()) {          // after an item: the value after it in the schema's order
+    if (!items.ends_with(kEscape)) return;
+    items.remove_suffix(kEscape.size());
+    const size_t start = items.rfind(kEscape);
+    if (start == std::string_view::npos) return;
+    const auto it = std::find(listed->begin(), listed->end(), items.substr(start + kEscape.size()));
+    if (it == listed->end()) return;
+    next = static_cast<size_t>(it - listed->begin()) + 1;
+  }
+  for (size_t k = next; k < listed->size(); ++k) {
+    if (k > next || comma) list_guess_ += ',';
+    if (k > next || !value_only) list_guess_ += kEscape;
+    list_guess_ += (*listed)[k];
+    list_guess_ += kEscape;
   }
 }
 

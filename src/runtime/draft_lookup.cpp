@@ -18,6 +18,7 @@ const char* DraftSourceName(DraftSource s) {
     case DraftSource::kWord: return "word";
     case DraftSource::kName: return "name";
     case DraftSource::kSlot: return "slot";
+    case DraftSource::kList: return "list";
     case DraftSource::kClose: return "close";
   }
   return "?";

@@ -23,6 +23,7 @@ enum class DraftSource : uint8_t {
   kWord,          // a word of the utterance, where the grammar expects a key or a value
   kName,          // the tool the utterance names (CallGenerator: words of a function's name)
   kSlot,          // keys whose values the utterance says: an enum value, the one number (CallGenerator)
+  kList,          // an array's next enum values in the schema's order ("mon" then "tue") (CallGenerator)
   kClose,         // the call's closing '}' after a value the utterance said (CallGenerator)
 };
 inline constexpr size_t kDraftSourceCount = static_cast<size_t>(DraftSource::kClose) + 1;  // the last one

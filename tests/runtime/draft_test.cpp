@@ -416,5 +416,42 @@ TEST(Drafts, KeysTheUtteranceSaysAreGuessedWhereArgumentsOpen) {
   }
 }
 
+// The list rule: in an array of enum values the utterance names none of ("on weekdays"), the values
+// are guessed in the schema's order (not the grammar's sorted one) from the one after the last item,
+// through the ',' and <escape> between them: the days in one or two passes instead of two per day.
+// Where the utterance names a value ("mon and fri") its words are guessed instead. Tokens equal
+// decoding without drafts either way.
+TEST(Drafts, ListsOfEnumValuesAreGuessedInTheSchemasOrder) {
+  const OrderedJson tools = OrderedJson::parse(R"([
+    {"type":"function","function":{"name":"set_alarm","description":"d","parameters":{"type":"object",
+      "properties":{"time":{"type":"string"},"days":{"type":"array","items":{"type":"string",
+      "enum":["mon","tue","wed","thu","fri","sat","sun"]}}},"required":["time"]}}}])");
+  struct Case {
+    std::string utterance, days;
+    bool listed;  // the rule guesses (the utterance names none of the values)
+  };
+  const Case cases[] = {
+      {"set an alarm at 8:00 on weekdays",
+       "<escape>mon<escape>,<escape>tue<escape>,<escape>wed<escape>,<escape>thu<escape>,<escape>fri<escape>", true},
+      {"set an alarm at 8:00 on mon and fri", "<escape>mon<escape>,<escape>fri<escape>", false},
+  };
+  for (const Case& c : cases) {
+    const std::string output = "<start_function_call>call:set_alarm{days:[" + c.days +
+                               "],time:<escape>08:00<escape>}<end_function_call><start_function_response>";
+    ScriptedCall call(tools, c.utterance, output, "");
+    const RuleRuns r = RunWithAndWithout(call, kGuessLists, output, c.utterance);
+    const size_t listed = call.accepted[static_cast<size_t>(DraftSource::kList)];
+    if (c.listed) {
+      EXPECT_GE(listed, 8u) << c.utterance;  // tue..fri and the ',' before each at least
+      EXPECT_LT(r.with.model_calls + 3, r.without.model_calls) << c.utterance;
+    } else {
+      EXPECT_EQ(listed, 0u) << c.utterance;
+      EXPECT_EQ(RuleRuns::Refused(r.with), RuleRuns::Refused(r.without)) << c.utterance;
+    }
+    std::printf("%s: %zu passes without drafts, %zu without the list rule, %zu with it (%zu list tokens accepted)\n",
+                c.utterance.c_str(), r.plain.model_calls, r.without.model_calls, r.with.model_calls, listed);
+  }
+}
+
 }  // namespace
 }  // namespace fgemma
