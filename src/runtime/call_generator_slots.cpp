@@ -122,20 +122,17 @@ void CallGenerator::SlotGuesses(std::string_view hyp, std::string_view utterance
 void CallGenerator::ListGuess(std::string_view hyp, std::string_view utterance) {
   list_guess_.clear();
   // The open array: "key:[" then its items so far ("<escape>mon<escape>,<escape>tue<escape>").
+  // The text is checked first: the catalog and the utterance only while an array is open (once it
+  // has closed, every later lookup of the call still finds its ":[").
   const size_t open = hyp.rfind(":[");
   if (open == std::string_view::npos) return;
   const size_t key_start = hyp.find_last_of("{,", open);
   if (key_start == std::string_view::npos) return;
-  const std::vector<std::string>* listed = ListedItems(grammar_, hyp.substr(key_start + 1, open - key_start - 1));
-  if (listed == nullptr) return;
-  for (const std::string& v : *listed)
-    if (SaysValue(utterance, v)) return;  // "on monday and friday": the words say which
   std::string_view items = hyp.substr(open + 2);
   if (items.find(']') != std::string_view::npos) return;  // the array has closed
   size_t escapes = 0;
   for (size_t at = items.find(kEscape); at != std::string_view::npos; at = items.find(kEscape, at + 1)) ++escapes;
-  size_t next = 0;               // the first value to guess
-  bool comma = false, value_only = false;  // before it: a ',' and its <escape>; only the value
+  bool comma = false, value_only = false;  // before the first guess: a ',' and its <escape>; only the value
   if (escapes % 2 == 1) {        // inside an item: only at its start
     if (!items.ends_with(kEscape)) return;
     value_only = true;
@@ -146,12 +143,22 @@ void CallGenerator::ListGuess(std::string_view hyp, std::string_view utterance) 
   } else {
     comma = !items.empty();
   }
-  if (!items.empty()) {          // after an item: the value after it in the schema's order
+  const bool after_item = !items.empty();
+  std::string_view last;         // the last item written
+  if (after_item) {
     if (!items.ends_with(kEscape)) return;
     items.remove_suffix(kEscape.size());
     const size_t start = items.rfind(kEscape);
     if (start == std::string_view::npos) return;
-    const auto it = std::find(listed->begin(), listed->end(), items.substr(start + kEscape.size()));
+    last = items.substr(start + kEscape.size());
+  }
+  const std::vector<std::string>* listed = ListedItems(grammar_, hyp.substr(key_start + 1, open - key_start - 1));
+  if (listed == nullptr) return;
+  for (const std::string& v : *listed)
+    if (SaysValue(utterance, v)) return;  // "on monday and friday": the words say which
+  size_t next = 0;               // the first value to guess: the one after the last item, in the schema's order
+  if (after_item) {
+    const auto it = std::find(listed->begin(), listed->end(), last);
     if (it == listed->end()) return;
     next = static_cast<size_t>(it - listed->begin()) + 1;
   }
