@@ -86,11 +86,10 @@ Result<int> CallGrammar::AddNode(const Schema* schema, int depth) {
           if (!e.is_string()) return InvalidArgument("enum value " + e.dump() + " of a string parameter is not a string");
           const std::string v = e.get<std::string>();
           if (v.find(kEscapeText) != std::string::npos) return InvalidArgument("enum value contains <escape>");
-          n.choices.push_back(v);
           if (std::find(n.listed.begin(), n.listed.end(), v) == n.listed.end()) n.listed.push_back(v);
         }
+        n.choices = n.listed;  // the same values, sorted for the matcher
         std::sort(n.choices.begin(), n.choices.end());
-        n.choices.erase(std::unique(n.choices.begin(), n.choices.end()), n.choices.end());
       } else {
         n.kind = Kind::kString;
       }
