@@ -9,6 +9,7 @@
 #include "capi/capi_internal.h"
 #include "chat/chat_json.h"
 #include "chat/request.h"
+#include "util/run_limits.h"
 #include "util/thread_pool.h"
 
 using namespace fgemma::capi;
@@ -141,8 +142,10 @@ FGEMMA_API fgemma_status fgemma_caller_new(const fgemma_model* model, fgemma_cal
     if (!out) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_new: out is NULL");
     *out = nullptr;
     if (!Valid(model)) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_new: invalid model handle");
-    if (params.n_threads < 0 || params.n_ctx == 0 || params.time_budget_ms < 0)
-      return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_new: n_threads < 0, n_ctx == 0 or time_budget_ms < 0");
+    if (params.n_ctx == 0) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_caller_new: n_ctx is 0 (at least 1 position)");
+    for (const fgemma::Status& st : {fgemma::CheckThreadCount(params.n_threads, "fgemma_caller_new: n_threads"),
+                                     fgemma::CheckTimeBudgetMs(params.time_budget_ms, "fgemma_caller_new: time_budget_ms")})
+      if (!st.ok()) return Fail(st);
     auto handle = std::make_unique<fgemma_caller>();
     handle->owner = model;
     handle->params = params;
@@ -168,6 +171,7 @@ FGEMMA_API fgemma_status fgemma_caller_new(const fgemma_model* model, fgemma_cal
     auto caller = fgemma::FunctionCaller::Create(*model->loaded, fo);
     if (!caller.ok()) return Fail(caller.status());
     handle->caller = std::move(caller).value();
+    RetainModel(model);
     *out = handle.release();
     return FGEMMA_OK;
   });
@@ -176,7 +180,9 @@ FGEMMA_API fgemma_status fgemma_caller_new(const fgemma_model* model, fgemma_cal
 FGEMMA_API void fgemma_caller_free(fgemma_caller* caller) {
   if (!Valid(caller)) return;
   caller->tag = kDeadTag;
+  const fgemma_model* owner = caller->owner;
   delete caller;
+  ReleaseModel(owner);
 }
 
 FGEMMA_API fgemma_status fgemma_caller_call(fgemma_caller* caller, const char* tools_json, const char* messages_json,

@@ -25,6 +25,9 @@ enum : uint32_t { kModelTag = 0x4d4f444c, kSessionTag = 0x53455353, kCallerTag =
 struct fgemma_model {
   uint32_t tag = kModelTag;
   std::optional<fgemma::LoadedModel> loaded;  // set by fgemma_model_load
+  // The application's reference plus one per live session and caller: fgemma_model_free drops the
+  // first, and the memory goes with the last (a model freed before its callers outlives them).
+  mutable std::atomic<int> references{1};
 
   // Callers with share_passes share a pass batcher per (threads, context, adapter). Weak: a group
   // lives as long as its callers (each holds the batcher, which holds the adapter).
@@ -62,6 +65,10 @@ namespace fgemma::capi {
 inline bool Valid(const fgemma_model* m) { return m && m->tag == kModelTag; }
 inline bool Valid(const fgemma_session* s) { return s && s->tag == kSessionTag; }
 inline bool Valid(const fgemma_caller* c) { return c && c->tag == kCallerTag; }
+
+// A session or caller made from `model` holds it until ReleaseModel.
+void RetainModel(const fgemma_model* model);
+void ReleaseModel(const fgemma_model* model);
 
 // Records the message for fgemma_last_error() and returns the matching C status.
 fgemma_status Fail(fgemma_status status, const std::string& message);

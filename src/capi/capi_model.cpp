@@ -2,6 +2,16 @@
 #include "capi/capi_internal.h"
 #include "chat/request.h"
 
+namespace fgemma::capi {
+
+void RetainModel(const fgemma_model* model) { model->references.fetch_add(1); }
+
+void ReleaseModel(const fgemma_model* model) {
+  if (model->references.fetch_sub(1) == 1) delete model;
+}
+
+}  // namespace fgemma::capi
+
 using namespace fgemma::capi;
 
 extern "C" {
@@ -30,8 +40,8 @@ FGEMMA_API fgemma_status fgemma_model_load(const char* path, fgemma_model_params
 
 FGEMMA_API void fgemma_model_free(fgemma_model* model) {
   if (!Valid(model)) return;
-  model->tag = kDeadTag;
-  delete model;
+  model->tag = kDeadTag;  // its own calls are refused from now on; its sessions and callers go on
+  ReleaseModel(model);
 }
 
 FGEMMA_API int32_t fgemma_model_vocab_size(const fgemma_model* model) {

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "capi/capi_internal.h"
+#include "util/run_limits.h"
 
 using namespace fgemma::capi;
 
@@ -23,7 +24,8 @@ FGEMMA_API fgemma_status fgemma_session_new(const fgemma_model* model, fgemma_se
     if (!out) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_session_new: out is NULL");
     *out = nullptr;
     if (!Valid(model)) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_session_new: invalid model handle");
-    if (params.n_threads < 0) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_session_new: n_threads < 0");
+    if (fgemma::Status st = fgemma::CheckThreadCount(params.n_threads, "fgemma_session_new: n_threads"); !st.ok())
+      return Fail(st);
     fgemma::SessionOptions so;
     so.context = params.n_ctx;
     so.max_batch = params.n_batch ? params.n_batch : 256;
@@ -36,6 +38,7 @@ FGEMMA_API fgemma_status fgemma_session_new(const fgemma_model* model, fgemma_se
     auto handle = std::make_unique<fgemma_session>();
     handle->owner = model;
     handle->session = std::move(session).value();
+    RetainModel(model);
     *out = handle.release();
     return FGEMMA_OK;
   });
@@ -44,7 +47,9 @@ FGEMMA_API fgemma_status fgemma_session_new(const fgemma_model* model, fgemma_se
 FGEMMA_API void fgemma_session_free(fgemma_session* session) {
   if (!Valid(session)) return;
   session->tag = kDeadTag;
+  const fgemma_model* owner = session->owner;
   delete session;
+  ReleaseModel(owner);
 }
 
 FGEMMA_API fgemma_status fgemma_session_reset(fgemma_session* session) {

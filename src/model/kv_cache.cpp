@@ -1,6 +1,7 @@
 #include "model/kv_cache.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace fgemma {
@@ -137,15 +138,36 @@ void KvCache::Export(size_t n, std::string* out) const {
   }
 }
 
+namespace {
+
+// |key|, |value| a state may hold: real ones stay within a few hundred (projections of RMS-normed
+// rows); far beyond, the state is not the model's. Refusing one only costs a rebuild.
+constexpr float kMaxStateMagnitude = 1e6f;
+
+bool PlausibleState(const float* values, size_t count) {
+  bool ok = true;
+  for (size_t i = 0; i < count; ++i) ok &= std::fabs(values[i]) <= kMaxStateMagnitude;  // false for NaN
+  return ok;
+}
+
+}  // namespace
+
 Status KvCache::Import(size_t n, const uint8_t* data, size_t size) {
   if (n > context_) return OutOfRange("cached state of " + std::to_string(n) + " positions exceeds the context of " + std::to_string(context_));
   if (size != StateBytes(n)) return CorruptFile("cached state holds " + std::to_string(size) + " bytes, expected " + std::to_string(StateBytes(n)));
   written_end_ = n;
   for (Layer& lc : layers_) {
-    const size_t bytes = LiveRows(lc, n) * kv_dim_ * sizeof(float);
+    const size_t count = LiveRows(lc, n) * kv_dim_, bytes = count * sizeof(float);
     std::memcpy(lc.keys.data(), data, bytes);
     std::memcpy(lc.values.data(), data + bytes, bytes);
     data += 2 * bytes;
+    // A state no forward pass computes (a NaN, an infinity or a value past any activation),
+    // however well its checksum holds, would make every later head output garbage.
+    if (!PlausibleState(lc.keys.data(), count) || !PlausibleState(lc.values.data(), count)) {
+      written_end_ = 0;
+      return CorruptFile("cached state of layer " + std::to_string(&lc - layers_.data()) +
+                         " holds a non-finite or absurd value (beyond +-1e6): not a state the model computed");
+    }
   }
   return Status::Ok();
 }

@@ -1,5 +1,6 @@
 #include "model/lora_adapter.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include "util/hash.h"
 #include "util/json.h"
 #include "util/mapped_file.h"
+#include "util/run_limits.h"
 
 namespace fgemma {
 namespace {
@@ -206,6 +208,20 @@ Result<std::vector<float>> ToFloat(const SafetensorsTensor& t, const std::string
   return out;
 }
 
+bool AllFinite(const std::vector<float>& values) {
+  return std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+}
+
+// A NaN or infinity in A or B makes every output of the adapted layers NaN.
+Status CheckFinite(const std::vector<float>& values, const SafetensorsTensor& t, const std::string& where) {
+  if (AllFinite(values)) return Status::Ok();
+  const size_t i = static_cast<size_t>(
+      std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); }) - values.begin());
+  const size_t cols = t.shape.size() == 2 ? static_cast<size_t>(t.shape[1]) : 1;
+  return InvalidArgument(where + ": tensor '" + t.name + "' holds a non-finite value (" + std::to_string(values[i]) +
+                         ") at [" + std::to_string(i / cols) + ", " + std::to_string(i % cols) + "]");
+}
+
 std::string ShapeText(const std::vector<uint64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -233,7 +249,7 @@ Result<LoraSpec> ParseLoraSpec(const std::string& text) {
 
 Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::Load(const std::string& dir, const ModelConfig& config,
                                                              float user_scale) {
-  if (!std::isfinite(user_scale)) return InvalidArgument(dir + ": LoRA scale must be a finite number");
+  FGEMMA_RETURN_IF_ERROR(CheckLoraScale(user_scale, dir + ": LoRA scale"));
   if (!IsDirectory(dir)) return NotFound(dir + ": not a directory (a LoRA adapter is a PEFT directory with " +
                                          kConfigFile + " and " + kWeightsFile + ")");
   const std::string config_path = dir + "/" + kConfigFile;
@@ -257,6 +273,10 @@ Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::Load(const std::string& 
   adapter->user_scale_ = user_scale;
   adapter->targets_ = ac.targets;
   const double s = ac.rslora ? ac.alpha / std::sqrt(static_cast<double>(ac.rank)) : ac.alpha / static_cast<double>(ac.rank);
+  // An absurd alpha (1e308 is inf as a float) or product would turn every update into inf/NaN
+  // and every head output into garbage: refused here, naming the numbers.
+  FGEMMA_RETURN_IF_ERROR(CheckLoraScale(s, config_path + ": lora_alpha / " + (ac.rslora ? "sqrt(r)" : "r")));
+  FGEMMA_RETURN_IF_ERROR(CheckLoraScale(s * user_scale, dir + ": LoRA scale (lora_alpha / r) x scale"));
   adapter->scale_ = static_cast<float>(s * user_scale);
   adapter->layers_.resize(static_cast<size_t>(config.num_layers));
 
@@ -308,11 +328,16 @@ Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::Load(const std::string& 
       lp.out = out;
       FGEMMA_TRY(lp.a, ToFloat(*p.a, weights_path));
       FGEMMA_TRY(std::vector<float> b, ToFloat(*p.b, weights_path));
+      FGEMMA_RETURN_IF_ERROR(CheckFinite(lp.a, *p.a, weights_path));
+      FGEMMA_RETURN_IF_ERROR(CheckFinite(b, *p.b, weights_path));
       // bt = s * B^T: row k holds the k-th column of B, so the update is a sum of r contiguous rows.
       lp.bt.resize(ac.rank * out);
       for (size_t o = 0; o < out; ++o) {
         for (size_t k = 0; k < ac.rank; ++k) lp.bt[k * out + o] = adapter->scale_ * b[o * ac.rank + k];
       }
+      if (!AllFinite(lp.bt))
+        return InvalidArgument(weights_path + ": tensor '" + p.b->name + "' times the scale " +
+                               std::to_string(adapter->scale_) + " overflows a float");
       lp.a_matrix = KernelMatrix{{DType::kF32, ac.rank, in, lp.a.data()}, nullptr};
       layer_rank += ac.rank;
       if (i < 3) qkv_rank += ac.rank;

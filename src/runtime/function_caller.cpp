@@ -9,6 +9,7 @@
 #include "util/file_replace.h"
 #include "util/mapped_file.h"
 #include "util/process_stats.h"
+#include "util/run_limits.h"
 
 namespace fgemma {
 
@@ -27,6 +28,9 @@ Result<std::unique_ptr<FunctionCaller>> FunctionCaller::Create(const LoadedModel
   // Refused up front: a cache path that is a device, FIFO, directory or symlink would otherwise be
   // opened for reading (a FIFO blocks) and replaced by a regular file when the cache is written.
   if (!options.cache_path.empty()) FGEMMA_RETURN_IF_ERROR(CheckReplaceableFile(options.cache_path).WithContext("catalog cache"));
+  FGEMMA_RETURN_IF_ERROR(CheckThreadCount(options.threads, "threads"));
+  // 0 would be a context no prompt fits: every call refused. The model's maximum is checked below.
+  if (options.context == 0) return InvalidArgument("context: 0 positions (at least 1, at most the model's max_position_embeddings)");
   auto fc = std::unique_ptr<FunctionCaller>(new FunctionCaller(loaded, options));
   FGEMMA_TRY(ConstraintVocab vocab, ConstraintVocab::Build(fc->tokenizer_));
   fc->vocab_ = std::make_unique<ConstraintVocab>(std::move(vocab));

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 
+#include "util/run_limits.h"
+
 namespace fgemma {
 
 Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Model> model, const SessionOptions& options) {
   if (!model) return InvalidArgument("session needs a model");
+  FGEMMA_RETURN_IF_ERROR(CheckThreadCount(options.threads, "threads"));
   if (options.pool && options.threads > 0 && options.threads != options.pool->num_threads())
     return InvalidArgument("session asks for " + std::to_string(options.threads) + " threads but its pool has " +
                            std::to_string(options.pool->num_threads()));

@@ -102,10 +102,11 @@ void BuildCharacterTables(TokenizerModel& m) {
 
 }  // namespace
 
-int32_t TokenizerModel::Find(std::string_view text) const {
+int32_t TokenizerModel::Find(std::string_view text) const { return FindHashed(text, HashText(text)); }
+
+int32_t TokenizerModel::FindHashed(std::string_view text, uint64_t hash) const {
   if (text_slots.empty()) return -1;
   const size_t mask = text_slots.size() - 1;
-  const uint64_t hash = HashText(text);
   for (size_t i = hash & mask;; i = (i + 1) & mask) {
     const uint64_t slot = text_slots[i];
     if (slot == kEmptySlot) return -1;

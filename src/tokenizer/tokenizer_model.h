@@ -37,6 +37,11 @@ struct TokenizerModel {
   int32_t unk_id = -1;
   std::vector<int32_t> eos_ids;
 
+  // Bytes Tokenizer::FromVocab read (hashed or compared) to derive the merges from the token
+  // list: linear in the vocabulary's bytes; the tests bound it (a long token must not cost its
+  // length squared).
+  uint64_t merge_build_bytes = 0;
+
   // Derived by FinishModel.
   uint64_t instance_id = 0;  // process-unique; keys the per-thread word cache
   // Open-addressing table keyed by token text: (upper 32 bits of the text's hash) << 32 | id, or
@@ -64,6 +69,8 @@ struct TokenizerModel {
   }
   // Id of the token spelled exactly `text`, or -1.
   int32_t Find(std::string_view text) const;
+  // The same with HashText(text) already known.
+  int32_t FindHashed(std::string_view text, uint64_t hash) const;
   // Find for many strings, overlapping their cache misses: loading resolves 1.5 million merge
   // strings, and one-at-a-time lookups spend most of their time waiting on memory.
   void FindMany(const std::string_view* queries, size_t count, int32_t* ids) const;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "tokenizer/text_hash.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_model.h"
 #include "tokenizer/utf8.h"
@@ -47,23 +48,46 @@ std::vector<uint32_t> RanksFromScores(const std::vector<float>& scores) {
   return rank;
 }
 
-void BuildMergesFromSplits(TokenizerModel& m, const std::vector<uint32_t>& rank) {
+// Every split of a usable token into two usable tokens becomes a merge. Looking up both halves of
+// every split costs a token's length squared (a 1 MB token: minutes), so the prefix's hash grows
+// byte by byte and a half is looked up only when some usable token has its length: the work is the
+// vocabulary's bytes plus one lookup per split whose halves both have a token length. Returns the
+// bytes read (merge_build_bytes).
+uint64_t BuildMergesFromSplits(TokenizerModel& m, const std::vector<uint32_t>& rank) {
+  std::vector<bool> usable_length;
+  for (int32_t id = 0; id < m.size(); ++id) {
+    if (!m.BpeUsable(id)) continue;
+    const size_t len = m.Text(id).size();
+    if (len >= usable_length.size()) usable_length.resize(len + 1, false);
+    usable_length[len] = true;
+  }
+  const auto is_usable_length = [&](size_t len) { return len < usable_length.size() && usable_length[len]; };
+  uint64_t bytes_read = 0;
   m.merges.Reserve(static_cast<size_t>(m.size()) * 2);
   for (int32_t id = 0; id < m.size(); ++id) {
     if (!m.BpeUsable(id)) continue;
     const std::string_view text = m.Text(id);
+    uint64_t prefix_hash = tokenizer_internal::kTextHashSeed;
+    size_t hashed = 0;  // prefix_hash covers text[0, hashed)
     // Split only between characters: symbols never hold part of a character.
     for (size_t cut = 0; cut < text.size();) {
       const size_t len = tokenizer_internal::Utf8CharLength(text, cut);
       cut += len == 0 ? 1 : len;
-      if (cut >= text.size()) break;
-      const int32_t left = m.Find(text.substr(0, cut));
+      if (cut >= text.size() || cut >= usable_length.size()) break;  // no longer prefix is a token
+      if (!is_usable_length(cut) || !is_usable_length(text.size() - cut)) continue;
+      prefix_hash = tokenizer_internal::HashTextExtend(prefix_hash, text.substr(hashed, cut - hashed));
+      bytes_read += cut - hashed;
+      hashed = cut;
+      bytes_read += cut;  // comparing a candidate
+      const int32_t left = m.FindHashed(text.substr(0, cut), prefix_hash);
       if (left < 0 || !m.BpeUsable(left)) continue;
+      bytes_read += 2 * (text.size() - cut);  // hashing and comparing the rest
       const int32_t right = m.Find(text.substr(cut));
       if (right < 0 || !m.BpeUsable(right)) continue;
       m.merges.Set(left, right, tokenizer_internal::Merge{rank[id], id});
     }
   }
+  return bytes_read;
 }
 
 }  // namespace
@@ -94,7 +118,7 @@ Result<Tokenizer> Tokenizer::FromVocab(const VocabSpec& spec) {
   m.bos_id = spec.bos_id;
   m.eos_ids = spec.eos_ids;
   FGEMMA_RETURN_IF_ERROR(tokenizer_internal::FinishModel(m, kWhat));
-  BuildMergesFromSplits(m, RanksFromScores(spec.scores));
+  m.merge_build_bytes = BuildMergesFromSplits(m, RanksFromScores(spec.scores));
   return Tokenizer(std::move(model));
 }
 

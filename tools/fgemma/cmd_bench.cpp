@@ -4,6 +4,7 @@
 
 #include "bench_calls.h"
 #include "command.h"
+#include "number_options.h"
 #include "lora_option.h"
 #include "kernels/matmul.h"
 #include "model/gemma3_forward.h"
@@ -184,7 +185,7 @@ const CommandRegistration kBench(40, [](CLI::App& app) -> std::function<int()> {
   auto* cmd = app.add_subcommand("bench", "Measure load time, prefill and decode speed, and peak RSS");
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();
   AddLoraOption(cmd, &a->lora);
-  cmd->add_option("--threads", a->threads, "threads (default: all cores)");
+  AddThreadsOption(cmd, &a->threads, "threads (default: all cores)");
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->add_option("--prefill", a->prefill, "prompt lengths to time (default 64 512)");
   cmd->add_option("--decode-contexts", a->decode_contexts, "contexts to time decode at (default 64 512 2048)");

@@ -4,6 +4,7 @@
 
 #include "call_common.h"
 #include "command.h"
+#include "number_options.h"
 #include "lora_option.h"
 #include "runtime/follow_text.h"
 #include "runtime/loaded_model.h"
@@ -64,7 +65,7 @@ const CommandRegistration kCall(50, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--tool-choice", a->in.tool_choice, "auto (default), required, none, or a function name");
   cmd->add_option("--system", a->in.system, "developer message (default: FunctionGemma's preamble)");
   cmd->add_option("--tokenizer", a->tokenizer, "tokenizer.json or directory (default: beside the model / in the GGUF)");
-  cmd->add_option("--threads", a->threads, "threads (default: all cores)");
+  AddThreadsOption(cmd, &a->threads, "threads (default: all cores)");
   cmd->add_option("--repeat", a->repeat, "run the request N times (the first pays for the catalog prefix)");
   cmd->add_flag("--no-restricted-head", a->no_restricted_head, "always compute the full LM head (for comparison)");
   cmd->add_flag("--no-jump-forward", a->no_jump_forward, "evaluate forced tokens one by one (for comparison)");

@@ -10,6 +10,7 @@
 
 #include "call_common.h"
 #include "command.h"
+#include "number_options.h"
 #include "kernels/matmul.h"
 #include "model/convert.h"
 #include "model/synth.h"
@@ -130,7 +131,7 @@ const CommandRegistration kDemo(60, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<DemoArgs>();
   auto* cmd = app.add_subcommand("demo", "Run the smart-home example on a synthesized FunctionGemma-shaped model (q8_0)");
   cmd->add_option("utterance", a->utterance, "what the user said");
-  cmd->add_option("--threads", a->threads, "threads (default: all cores)");
+  AddThreadsOption(cmd, &a->threads, "threads (default: all cores)");
   return [a] { return RunDemo(*a); };
 });
 

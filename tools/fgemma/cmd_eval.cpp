@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "command.h"
+#include "number_options.h"
 #include "lora_option.h"
 #include "progress_bar.h"
 #include "runtime/eval_runner.h"
@@ -85,7 +86,7 @@ const CommandRegistration kEval(55, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--max-tokens", a->options.max_tokens, "generated tokens per row (default 1024)");
   cmd->add_flag("--json", a->json, "print the report as one JSON object");
   cmd->add_option("--out", a->out, "write one JSON object per row (expected, got, match flags, latency) to this file");
-  cmd->add_option("--threads", a->threads, "threads (default: all cores)");
+  AddThreadsOption(cmd, &a->threads, "threads (default: all cores)");
   cmd->add_option("--context", a->context, "positions per row (default 4096)");
   cmd->add_option("--tokenizer", a->tokenizer, "tokenizer.json or directory (default: beside the model / in the GGUF)");
   return [a] { return RunEval(*a); };

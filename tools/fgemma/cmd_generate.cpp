@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "command.h"
+#include "number_options.h"
 #include "lora_option.h"
 #include "runtime/session.h"
 #include "util/ids.h"
@@ -62,7 +63,7 @@ const CommandRegistration kGenerate(30, [](CLI::App& app) -> std::function<int()
   cmd->add_option("--ids", a->ids, "file of prompt token ids (whitespace-separated or JSON array)")->required();
   cmd->add_option("--max-new", a->max_new, "tokens to generate (default 32)");
   cmd->add_option("--context", a->context, "context length (default: prompt + max-new)");
-  cmd->add_option("--threads", a->threads, "threads (default: all cores)");
+  AddThreadsOption(cmd, &a->threads, "threads (default: all cores)");
   cmd->add_flag("--stop-at-eos", a->stop_at_eos, "stop after an end-of-sequence / end-of-turn token");
   cmd->add_flag("--stats", a->stats, "print time, tokens/s and peak RSS to stderr");
   return [a] { return RunGenerate(*a); };

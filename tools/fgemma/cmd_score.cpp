@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "command.h"
+#include "number_options.h"
 #include "lora_option.h"
 #include "runtime/session.h"
 #include "util/file_replace.h"
@@ -122,7 +123,7 @@ const CommandRegistration kScore(20, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--positions", a->positions, "'last' (default), 'all', or a comma list (negative counts from the end)");
   cmd->add_option("--top", a->top, "how many top logits to print (default 10)");
   cmd->add_option("--logits-out", a->logits_out, "write each position's full logit row as little-endian float32");
-  cmd->add_option("--threads", a->threads, "threads (default: all cores)");
+  AddThreadsOption(cmd, &a->threads, "threads (default: all cores)");
   return [a] { return RunScore(*a); };
 });
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "command.h"
+#include "number_options.h"
 #include "server/server.h"
 
 namespace fgemma::cli {
@@ -71,15 +72,19 @@ const CommandRegistration kServe(90, [](CLI::App& app) -> std::function<int()> {
   cmd->add_flag("--trust-content-tokens", o->trust_content_tokens,
                 "let control-token text in client content (messages, tool names, descriptions, enum values, "
                 "arguments) become control tokens, as Hugging Face does (default: off, content is text)");
-  cmd->add_option("--threads", o->threads, "threads of the thread pool all sessions share")->capture_default_str();
+  AddThreadsOption(cmd, &o->threads, "threads of the thread pool all sessions share")->capture_default_str();
   cmd->add_option("--model-name", o->model_name, "model id clients send (default: the model path's name)");
-  cmd->add_option("--context", o->context, "positions per session (bounds the prompt)")->capture_default_str();
+  // 0 would start a server that refuses every request; above the model's maximum the sessions are
+  // refused when made, before the server listens.
+  cmd->add_option("--context", o->context, "positions per session (bounds the prompt; 1 to the model's maximum)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--max-tokens", o->max_tokens, "generated tokens per request")->capture_default_str();
   cmd->add_option("--max-body", o->max_body_bytes, "request body limit in bytes (413 beyond)")->capture_default_str();
   cmd->add_option("--queue-timeout-ms", o->queue_timeout_ms, "wait for a free session before 503")->capture_default_str();
   cmd->add_option("--max-queue", o->max_queue, "requests waiting for a session before 429")->capture_default_str();
   cmd->add_option("--request-timeout-s", o->request_timeout_s,
-                  "a call running longer stops with finish_reason \"deadline\" (0: none)")->capture_default_str();
+                  "a call running longer stops with finish_reason \"deadline\" (0: none)")
+      ->check(SecondsUpToADay())->capture_default_str();
   cmd->add_option("--read-timeout-s", o->read_timeout_s,
                   "per read, per request body, and for a request's headers")->capture_default_str();
   cmd->add_option("--keep-alive-s", o->keep_alive_s, "idle wait for a kept-alive connection's next request")
@@ -93,7 +98,7 @@ const CommandRegistration kServe(90, [](CLI::App& app) -> std::function<int()> {
                 "(answers are the same; for comparisons)");
   cmd->add_option("--drain-s", o->drain_s,
                   "on SIGINT/SIGTERM, wait this long for requests already received (new ones get 503)")
-      ->capture_default_str();
+      ->check(SecondsUpToADay())->capture_default_str();
   return [o, loras] { return RunServe(*o, *loras); };
 });
 

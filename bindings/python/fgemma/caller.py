@@ -1,6 +1,7 @@
 """The function-calling engine over one tool catalog: constrained decoding, the catalog cache."""
 import ctypes
 import json
+import math
 import os
 import queue
 import threading
@@ -11,6 +12,21 @@ from .model import INVALID_ARGUMENT, Model, _path_bytes
 
 # The developer turn `fgemma call` writes before an utterance (FunctionGemma's own preamble).
 DEFAULT_PREAMBLE = "You are a model that can do function calling with the following functions"
+
+
+def _finite(value, name, minimum=None):
+    """`value` as a float when it is a finite number (not a bool) >= minimum; NaN, infinities and
+    ints past a float's range are refused here (the C API checks the upper limits, docs/limits.md)."""
+    number = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:
+            pass
+    if number is None or not math.isfinite(number) or (minimum is not None and number < minimum):
+        kind = "a finite number" if minimum is None else f"a finite number >= {minimum}"
+        raise FgemmaError(INVALID_ARGUMENT, f"{name}: expected {kind}, got {value!r}")
+    return number
 
 
 def _tools_json(tools):
@@ -79,10 +95,8 @@ class FunctionCaller:
         for name, value in (("context", context), ("threads", threads), ("max_tokens", max_tokens)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value >= 2**31:
                 raise FgemmaError(INVALID_ARGUMENT, f"{name}: expected a non-negative int, got {value!r}")
-        if not isinstance(time_budget_ms, (int, float)) or time_budget_ms < 0:
-            raise FgemmaError(INVALID_ARGUMENT, f"time_budget_ms: expected a non-negative number, got {time_budget_ms!r}")
         params.n_ctx, params.n_threads, params.max_tokens = context, threads, max_tokens
-        params.time_budget_ms = float(time_budget_ms)
+        params.time_budget_ms = _finite(time_budget_ms, "time_budget_ms", minimum=0)
         # False: control tokens only from the chat template ("<end_of_turn>" in a message is text);
         # True: the plain Hugging Face tokenization, for content fully trusted.
         if not isinstance(trust_content_tokens, bool):
@@ -95,9 +109,7 @@ class FunctionCaller:
         # A PEFT LoRA adapter directory applied over the model at run time (None: the base alone).
         if lora is not None:
             params.lora_path = _path_bytes(lora, "lora")
-        if not isinstance(lora_scale, (int, float)) or isinstance(lora_scale, bool):
-            raise FgemmaError(INVALID_ARGUMENT, f"lora_scale: expected a number, got {lora_scale!r}")
-        params.lora_scale = float(lora_scale)
+        params.lora_scale = _finite(lora_scale, "lora_scale")
         # Callers of one model with share_passes and equal context, threads and adapter share
         # forward passes while they call at once from several threads (same answers).
         if not isinstance(share_passes, bool):

@@ -1,4 +1,5 @@
 """A loaded model: weights (memory-mapped), tokenizer and chat template."""
+import contextlib
 import ctypes
 import json
 import os
@@ -34,7 +35,7 @@ class Model:
         self._handle = handle
         self._closed = False
         self._lock = threading.Lock()
-        self._users = 0  # open FunctionCallers: the C model must outlive them
+        self._users = 0  # open FunctionCallers and calls in progress: the C model must outlive them
 
     @classmethod
     def load(cls, path, tokenizer_path=None):
@@ -53,7 +54,8 @@ class Model:
         return self._handle
 
     def _acquire(self):
-        """A new user (a FunctionCaller) of the C model; it calls _release when it closes."""
+        """A new user (a FunctionCaller, or one call below) of the C model; it calls _release when
+        it is done, so a close() from another thread meanwhile frees the model only after it."""
         with self._lock:
             handle = self._live()
             self._users += 1
@@ -69,9 +71,19 @@ class Model:
             _native.lib().fgemma_model_free(self._handle)
             self._handle = None
 
+    @contextlib.contextmanager
+    def _in_use(self):
+        """The C model's handle, held for one call (a close() racing it waits for the call)."""
+        handle = self._acquire()
+        try:
+            yield handle
+        finally:
+            self._release()
+
     @property
     def vocab_size(self):
-        return _native.lib().fgemma_model_vocab_size(self._live())
+        with self._in_use() as handle:
+            return _native.lib().fgemma_model_vocab_size(handle)
 
     def tokenize(self, text, add_bos=False, parse_special=False):
         """Token ids of `text`; control tokens written in it are matched only with parse_special."""
@@ -81,20 +93,22 @@ class Model:
                 raise FgemmaError(INVALID_ARGUMENT, f"{name}: expected a bool, got {type(flag).__name__}")
         lib = _native.lib()
         cap = len(data) + 2
-        while True:
-            out = (ctypes.c_int32 * cap)()
-            n = check_length(lib.fgemma_tokenize(self._live(), data, len(data), add_bos, parse_special, out, cap))
-            if n <= cap:
-                return list(out[:n])
-            cap = n
+        with self._in_use() as handle:
+            while True:
+                out = (ctypes.c_int32 * cap)()
+                n = check_length(lib.fgemma_tokenize(handle, data, len(data), add_bos, parse_special, out, cap))
+                if n <= cap:
+                    return list(out[:n])
+                cap = n
 
     def detokenize(self, tokens, skip_special=False):
         ids = list(tokens) if isinstance(tokens, (list, tuple, range)) else None
         if ids is None or not all(isinstance(t, int) and not isinstance(t, bool) and -2**31 <= t < 2**31 for t in ids):
             raise FgemmaError(INVALID_ARGUMENT, "tokens: expected a list of 32-bit int token ids")
         arr = (ctypes.c_int32 * max(len(ids), 1))(*ids)
-        n, raw = _native.read_text(lambda buf, cap: _native.lib().fgemma_detokenize(
-            self._live(), arr, len(ids), skip_special, buf, cap))
+        with self._in_use() as handle:
+            n, raw = _native.read_text(lambda buf, cap: _native.lib().fgemma_detokenize(
+                handle, arr, len(ids), skip_special, buf, cap))
         check_length(n)
         return raw.decode("utf-8", "replace")
 
@@ -102,7 +116,8 @@ class Model:
         """The prompt text of a chat request (a dict or JSON text: tools, messages, ...)."""
         body = request if isinstance(request, (str, bytes)) else json.dumps(request)
         data = _text_bytes(body, "request")
-        n, raw = _native.read_text(lambda buf, cap: _native.lib().fgemma_render(self._live(), data, buf, cap))
+        with self._in_use() as handle:
+            n, raw = _native.read_text(lambda buf, cap: _native.lib().fgemma_render(handle, data, buf, cap))
         check_length(n)
         return raw.decode("utf-8")
 

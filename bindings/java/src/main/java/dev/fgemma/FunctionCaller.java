@@ -12,9 +12,9 @@ public final class FunctionCaller implements AutoCloseable {
   public static final class Params {
     public String cachePath;          // catalog cache file; null: memory only
     public int contextLength = 4096;  // positions
-    public int threads = 0;           // 0: all cores
+    public int threads = 0;           // 0: all cores; at most 256
     public int maxTokens = 0;         // 0: only the grammar's bounds
-    public double timeBudgetMs = 0;   // 0: none
+    public double timeBudgetMs = 0;   // 0: none; finite, at most 86,400,000 (a day)
     /** false: control tokens only from the chat template ("<end_of_turn>" typed in a message,
      * tool name, description, enum value or argument is text). true: the plain Hugging Face
      * tokenization, for content fully trusted. */
@@ -43,9 +43,10 @@ public final class FunctionCaller implements AutoCloseable {
     if (model == null) throw new FgemmaException(FgemmaException.INVALID_ARGUMENT, "model: null");
     if (toolsJson == null) throw new FgemmaException(FgemmaException.INVALID_ARGUMENT, "tools: null");
     Params p = params == null ? new Params() : params;
-    if (p.contextLength < 0 || p.threads < 0 || p.maxTokens < 0 || !(p.timeBudgetMs >= 0))
+    // Upper limits (threads, context, budget, scale; docs/limits.md) are the C API's to check.
+    if (p.contextLength <= 0 || p.threads < 0 || p.maxTokens < 0 || !(p.timeBudgetMs >= 0))
       throw new FgemmaException(FgemmaException.INVALID_ARGUMENT,
-          "params: contextLength, threads, maxTokens and timeBudgetMs must not be negative");
+          "params: contextLength must be positive; threads, maxTokens and timeBudgetMs must not be negative or NaN");
     this.model = model;
     this.tools = Native.utf8(toolsJson);
     long m = model.acquire();

@@ -243,6 +243,35 @@ public class FgemmaTest {
     assertEquals(Collections.nCopies(8, expected), answers);
   }
 
+  /** Issue #30: numbers no run can honour are refused when the caller is made (docs/limits.md); at
+   * 3576020 2,000 threads were started, Integer.MAX_VALUE hung and an infinite budget failed every
+   * call while NaN meant none. */
+  @Test
+  public void numbersNoRunCanHonourAreRefused() {
+    Object[][] cases = {
+        {"threads", 2000, FgemmaException.OUT_OF_RANGE},
+        {"threads", Integer.MAX_VALUE, FgemmaException.OUT_OF_RANGE},
+        {"timeBudgetMs", Double.POSITIVE_INFINITY, FgemmaException.INVALID_ARGUMENT},
+        {"timeBudgetMs", Double.NaN, FgemmaException.INVALID_ARGUMENT},
+        {"timeBudgetMs", 1e12, FgemmaException.OUT_OF_RANGE},
+        {"loraScale", Float.NaN, FgemmaException.INVALID_ARGUMENT},
+        {"contextLength", 0, FgemmaException.INVALID_ARGUMENT},
+        {"contextLength", 1 << 30, FgemmaException.INVALID_ARGUMENT},
+    };
+    for (Object[] c : cases) {
+      FunctionCaller.Params p = new FunctionCaller.Params();
+      switch ((String) c[0]) {
+        case "threads": p.threads = (Integer) c[1]; break;
+        case "timeBudgetMs": p.timeBudgetMs = (Double) c[1]; break;
+        case "loraScale": p.loraScale = (Float) c[1]; p.loraPath = fixtures + "/lora/mini-lora-s14"; break;
+        default: p.contextLength = (Integer) c[1]; break;
+      }
+      FgemmaException e = thrown(() -> new FunctionCaller(model, tools, p));
+      assertEquals(c[0] + " = " + c[1] + ": " + e.getMessage(), (int) (Integer) c[2], e.status());
+    }
+    assertTrue(Thread.activeCount() < 50);
+  }
+
   @Test
   public void garbageInEveryArgumentIsAnException() {
     Runnable[] bad = {
