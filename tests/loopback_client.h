@@ -11,8 +11,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "server/server.h"
 #include "test_support.h"
@@ -60,6 +63,54 @@ inline bool SendAll(int fd, const std::string& s) {
     off += static_cast<size_t>(n);
   }
   return true;
+}
+
+// Reads until the server closes the connection (*closed = true) or stays quiet `quiet_ms`.
+inline std::string ReadUntilClose(int fd, int quiet_ms, bool* closed = nullptr) {
+  std::string out;
+  char buf[16384];
+  pollfd p{fd, POLLIN, 0};
+  if (closed) *closed = false;
+  while (poll(&p, 1, quiet_ms) > 0) {
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) {
+      if (closed) *closed = true;
+      break;
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// The status codes of the responses in `text`, in order, each found by the framing of the one
+// before it (Content-Length, chunked, or the rest of the text); interim 100s are skipped.
+inline std::vector<int> StatusesIn(const std::string& text) {
+  std::vector<int> codes;
+  size_t pos = 0;
+  while (text.compare(pos, 9, "HTTP/1.1 ") == 0) {
+    const int code = std::atoi(text.c_str() + pos + 9);
+    const size_t head_end = text.find("\r\n\r\n", pos);
+    if (head_end == std::string::npos) break;
+    std::string head = text.substr(pos, head_end - pos);
+    for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    pos = head_end + 4;
+    if (code == 100) continue;
+    codes.push_back(code);
+    if (const size_t cl = head.find("\r\ncontent-length: "); cl != std::string::npos) {
+      pos += std::strtoull(head.c_str() + cl + 18, nullptr, 10);
+    } else if (head.find("\r\ntransfer-encoding: chunked") != std::string::npos) {
+      while (pos < text.size()) {
+        const size_t size = std::strtoull(text.c_str() + pos, nullptr, 16);
+        const size_t line_end = text.find("\r\n", pos);
+        if (line_end == std::string::npos) return codes;
+        pos = line_end + 2 + size + 2;
+        if (size == 0) break;
+      }
+    } else {
+      break;
+    }
+  }
+  return codes;
 }
 
 }  // namespace fgemma::server::loopback

@@ -1,8 +1,6 @@
 #include "server/server.h"
 
-#include <httplib.h>
-
-#include <sys/socket.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +13,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "chat/chat_json.h"
@@ -24,8 +23,8 @@
 #include "util/thread_pool.h"
 #include "server/caller_pool.h"
 #include "server/chat_stream.h"
-#include "server/connection_reaper.h"
 #include "server/host_address.h"
+#include "server/http_loop.h"
 #include "server/http_policy.h"
 #include "server/openai_format.h"
 #include "util/hash.h"
@@ -64,31 +63,39 @@ struct Server::Impl {
     for (const Variant& v : variants) n += v.pool->busy();
     return n;
   }
-  httplib::Server http;
-  std::unique_ptr<ConnectionReaper> reaper;
   std::atomic<uint64_t> next_id{1};
   std::atomic<uint64_t> client_disconnects{0};  // streams stopped because a write to the client failed
-  std::atomic<size_t> in_flight{0};             // requests holding or waiting for a session
+  std::atomic<size_t> in_flight{0};             // complete chat requests queued, waiting for or holding a session
   std::atomic<size_t> active{0};                // chat requests received, not yet answered in full
   std::atomic<bool> stopping{false};
-  int listen_fd = -1;
+  // Last: destroyed first, so no worker runs a request once the pools go.
+  std::unique_ptr<http::Loop> loop;
 
-  void Routes();
-  void ChatCompletions(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader);
+  http::HeadVerdict Head(const http::Request& req);
+  std::optional<http::Response> Admit(std::shared_ptr<void>& ticket);
+  http::Response QueueFull() const;
+  http::Response Health() const;
+  void ChatCompletions(const http::Request& req, http::ResponseWriter& out);
 };
 
 namespace {
 
-void SendError(httplib::Response& res, int status, const std::string& message, const std::string& type) {
-  res.status = status;
-  res.set_content(DumpJson(ErrorBody(message, type)), "application/json");
+http::Response Error(int status, const std::string& message, const std::string& type) {
+  http::Response r;
+  r.status = status;
+  r.body = DumpJson(ErrorBody(message, type));
+  return r;
 }
 
-// For answers given without reading the whole body: the unread rest must not be taken for the
-// next request on a kept-alive connection, so the client is told to close it.
-void SendErrorAndClose(httplib::Response& res, int status, const std::string& message, const std::string& type) {
-  SendError(res, status, message, type);
-  res.set_header("Connection", "close");
+// The error type of a status the HTTP layer answers by itself.
+std::string ErrorType(int status) {
+  switch (status) {
+    case 401: return "authentication_error";
+    case 404: return "not_found_error";
+    case 429: return "rate_limit_error";
+    case 503: return "server_busy_error";
+    default: return status >= 500 ? "server_error" : "invalid_request_error";
+  }
 }
 
 int HttpStatusFor(const Status& st) {
@@ -105,108 +112,113 @@ int HttpStatusFor(const Status& st) {
 
 }  // namespace
 
-void Server::Impl::Routes() {
-  // Checks that need no body run before any byte of it is read: an oversized, misdirected or
-  // unauthenticated upload is refused without reading it.
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (reaper) reaper->Touch(req.remote_addr, req.remote_port);
-    if (stopping) {
-      res.set_header("Retry-After", "5");
-      SendErrorAndClose(res, 503, "the server is shutting down", "server_busy_error");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (req.has_header("Content-Length") &&
-        std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > options.max_body_bytes) {
-      SendErrorAndClose(res, 413, "request body exceeds --max-body " + std::to_string(options.max_body_bytes) + " bytes",
-                "invalid_request_error");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    // Only the chat route reads a body (under its own limit); httplib would read any other whole,
-    // a chunked one without a limit.
-    const bool chat = req.method == "POST" && req.path == "/v1/chat/completions";
-    const bool has_body = req.has_header("Transfer-Encoding") ||
-                          (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
-    if (!chat && has_body) {
-      const bool known = req.path == "/health" || req.path == "/v1/models" || req.path == "/v1/chat/completions";
-      if (known)
-        SendErrorAndClose(res, 400, req.method + " " + req.path + " takes no request body", "invalid_request_error");
-      else
-        SendErrorAndClose(res, 404, "no route for " + req.method + " " + req.path, "not_found_error");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (!options.api_key.empty() && req.path.rfind("/v1/", 0) == 0 &&
-        req.get_header_value("Authorization") != "Bearer " + options.api_key) {
-      SendErrorAndClose(res, 401, "missing or invalid API key (Authorization: Bearer ...)", "authentication_error");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  http.set_payload_max_length(options.max_body_bytes);
-  // Whatever httplib itself refuses (unknown route, malformed HTTP) still gets a JSON body.
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 404)
-      SendError(res, 404, "no route for " + req.method + " " + req.path, "not_found_error");
-    else if (res.status == 413)
-      SendError(res, 413, "request body too large", "invalid_request_error");
-    else if (res.status == 414)
-      SendError(res, 414, "request line too long", "invalid_request_error");
-    else if (res.status == 400)
-      SendError(res, 400, "malformed HTTP request", "invalid_request_error");
-    else
-      SendError(res, res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error");
-  });
-  // A handler that throws is a bug of ours (inputs are checked field by field): a 500 naming it.
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    std::fprintf(stderr, "fgemma: internal error in a request handler: %s\n", what.c_str());
-    SendError(res, 500, "internal error: " + what, "server_error");
-  });
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    const size_t busy = Busy(), flight = in_flight.load();
-    Json j = {{"status", stopping ? "stopping" : "ok"},
-              {"sessions", Sessions()},
-              {"busy", busy},
-              {"queued", flight > busy ? flight - busy : 0},
-              {"client_disconnects", client_disconnects.load()},
-              {"reaped_connections", reaper ? reaper->reaped() : 0}};
-    PassBatcher::Stats total;
-    bool batching = false;
-    for (const Variant& v : variants) {
-      if (!v.batcher) continue;
-      batching = true;
-      const PassBatcher::Stats st = v.batcher->stats();
-      total.passes += st.passes;
-      total.rows += st.rows;
-      total.shared += st.shared;
-      total.max_sessions = std::max(total.max_sessions, st.max_sessions);
-    }
-    if (batching)
-      j["batching"] = {{"passes", total.passes},
-                       {"rows", total.rows},
-                       {"shared_passes", total.shared},
-                       {"max_sessions_per_pass", total.max_sessions}};
-    if (variants.size() > 1) {
-      j["models"] = Json::array();
-      for (const Variant& v : variants)
-        j["models"].push_back({{"id", v.name}, {"sessions", v.pool->size()}, {"busy", v.pool->busy()}});
-    }
-    res.set_content(DumpJson(j), "application/json");
-  });
-  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(DumpJson(ModelsBody(Names())), "application/json");
-  });
-  http.Post("/v1/chat/completions",
-            httplib::Server::HandlerWithContentReader(
-                [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-                  ChatCompletions(req, res, reader);
-                }));
+// Everything that needs no body is decided from the head, before any byte of the body is read:
+// an oversized, misdirected, unauthenticated, mistyped or unqueueable upload is refused unread
+// (and its connection closed, so its body is never taken for a request). /health and /v1/models
+// are answered here, on the I/O thread, whatever the workers are doing. Range is ignored: every
+// answer is whole (200), never multipart.
+http::HeadVerdict Server::Impl::Head(const http::Request& req) {
+  http::HeadVerdict v;
+  const auto refuse = [&](http::Response r) {
+    v.respond = std::move(r);
+    return v;
+  };
+  if (stopping) {
+    http::Response r = Error(503, "the server is shutting down", "server_busy_error");
+    r.headers.emplace_back("Retry-After", "5");
+    return refuse(std::move(r));
+  }
+  const bool chat = req.path == "/v1/chat/completions";
+  const bool readonly = req.path == "/health" || req.path == "/v1/models";
+  if (!chat && !readonly) return refuse(Error(404, "no route for " + req.method + " " + req.path, "not_found_error"));
+  if (chat ? req.method != "POST" : req.method != "GET" && req.method != "HEAD") {
+    http::Response r = Error(405, req.method + " " + req.path + " is not allowed (only " + (chat ? "POST" : "GET") + ")",
+                             "invalid_request_error");
+    r.headers.emplace_back("Allow", chat ? "POST" : "GET, HEAD");
+    return refuse(std::move(r));
+  }
+  if (readonly && req.HasBody())
+    return refuse(Error(400, req.method + " " + req.path + " takes no request body", "invalid_request_error"));
+  if (chat && req.framing == http::Framing::kNone)
+    return refuse(Error(411, "POST " + req.path + " needs a body with Content-Length or Transfer-Encoding: chunked",
+                        "invalid_request_error"));
+  if (!options.api_key.empty() && req.path.rfind("/v1/", 0) == 0) {
+    const std::string* auth = req.Find("authorization");
+    if (!auth || *auth != "Bearer " + options.api_key)
+      return refuse(Error(401, "missing or invalid API key (Authorization: Bearer ...)", "authentication_error"));
+  }
+  if (req.path == "/health") return refuse(Health());
+  if (req.path == "/v1/models") {
+    http::Response r;
+    r.body = DumpJson(ModelsBody(Names()));
+    return refuse(std::move(r));
+  }
+  const std::string* type = req.Find("content-type");
+  const std::string content_type = type ? *type : "";
+  if (!IsJsonContentType(content_type))
+    return refuse(Error(
+        415, "Content-Type must be application/json (optionally ; charset=utf-8), not \"" + content_type + "\"",
+        "invalid_request_error"));
+  // A full queue is refused before the body is read.
+  if (in_flight.load() >= Sessions() + options.max_queue) return refuse(QueueFull());
+  // Counted as received (Shutdown() waits for it) from here until it is answered or dropped.
+  ++active;
+  v.ticket = std::shared_ptr<void>(nullptr, [this](void*) { --active; });
+  return v;
+}
+
+http::Response Server::Impl::QueueFull() const {
+  http::Response r = Error(
+      429, "too many requests waiting for a session (--max-queue " + std::to_string(options.max_queue) + ")",
+      "rate_limit_error");
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+// Admission: at most sessions + --max-queue complete requests wait for or hold a session.
+std::optional<http::Response> Server::Impl::Admit(std::shared_ptr<void>& ticket) {
+  if (in_flight.fetch_add(1) >= Sessions() + options.max_queue) {
+    --in_flight;
+    return QueueFull();
+  }
+  auto both = std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(
+      std::move(ticket), std::shared_ptr<void>(nullptr, [this](void*) { --in_flight; }));
+  ticket = std::shared_ptr<void>(both, nullptr);
+  return std::nullopt;
+}
+
+http::Response Server::Impl::Health() const {
+  const size_t busy = Busy(), flight = in_flight.load();
+  Json j = {{"status", stopping ? "stopping" : "ok"},
+            {"sessions", Sessions()},
+            {"busy", busy},
+            {"queued", flight > busy ? flight - busy : 0},
+            {"client_disconnects", client_disconnects.load()},
+            {"reaped_connections", loop ? loop->timed_out() : 0}};
+  PassBatcher::Stats total;
+  bool batching = false;
+  for (const Variant& v : variants) {
+    if (!v.batcher) continue;
+    batching = true;
+    const PassBatcher::Stats st = v.batcher->stats();
+    total.passes += st.passes;
+    total.rows += st.rows;
+    total.shared += st.shared;
+    total.max_sessions = std::max(total.max_sessions, st.max_sessions);
+  }
+  if (batching)
+    j["batching"] = {{"passes", total.passes},
+                     {"rows", total.rows},
+                     {"shared_passes", total.shared},
+                     {"max_sessions_per_pass", total.max_sessions}};
+  if (variants.size() > 1) {
+    j["models"] = Json::array();
+    for (const Variant& v : variants)
+      j["models"].push_back({{"id", v.name}, {"sessions", v.pool->size()}, {"busy", v.pool->busy()}});
+  }
+  http::Response r;
+  r.body = DumpJson(j);
+  return r;
 }
 
 namespace {
@@ -230,67 +242,29 @@ struct StreamJob {
 
 }  // namespace
 
-void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Response& res,
-                                   const httplib::ContentReader& reader) {
+void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWriter& out) {
   const auto arrival = std::chrono::steady_clock::now();
-  // Held until the answer is complete (a streamed one outlives this handler through `run`), so a
-  // graceful Shutdown() waits for it.
-  ++active;
-  std::shared_ptr<void> received(nullptr, [this](void*) { --active; });
-  auto busy = reaper ? reaper->Busy(req.remote_addr, req.remote_port) : nullptr;
-  // Refused before the body is read (a multipart body would not even reach a plain reader).
-  const std::string content_type = req.get_header_value("Content-Type");
-  if (!IsJsonContentType(content_type)) {
-    const std::string message =
-        "Content-Type must be application/json (optionally ; charset=utf-8), not \"" + content_type + "\"";
-    // Read and dropped (up to --max-body) so a kept-alive connection stays usable; a multipart
-    // body would need httplib's form parser, so its connection is closed instead.
-    if (req.is_multipart_form_data()) return SendErrorAndClose(res, 415, message, "invalid_request_error");
-    size_t dropped = 0;
-    const auto until = arrival + std::chrono::seconds(options.read_timeout_s);
-    const bool drained = reader([&](const char*, size_t n) {
-      return (dropped += n) <= options.max_body_bytes && std::chrono::steady_clock::now() <= until;
-    });
-    return drained ? SendError(res, 415, message, "invalid_request_error")
-                   : SendErrorAndClose(res, 415, message, "invalid_request_error");
-  }
-  // The body arrives through a running count whatever its transfer (Content-Length, chunked):
-  // past --max-body the read stops, so no more than the limit is ever held.
-  std::string text;
-  bool too_large = false, too_slow = false;
-  const auto read_deadline = arrival + std::chrono::seconds(options.read_timeout_s);
-  const bool read_ok = reader([&](const char* data, size_t n) {
-    if (text.size() + n > options.max_body_bytes) return !(too_large = true);
-    if (std::chrono::steady_clock::now() > read_deadline) return !(too_slow = true);
-    text.append(data, n);
-    return true;
-  });
-  if (too_large)
-    return SendErrorAndClose(res, 413, "request body exceeds --max-body " + std::to_string(options.max_body_bytes) + " bytes",
-                     "invalid_request_error");
-  if (too_slow)
-    return SendErrorAndClose(res, 408, "request body not received within " + std::to_string(options.read_timeout_s) + " s",
-                     "invalid_request_error");
-  if (!read_ok) return SendErrorAndClose(res, 400, "could not read the request body", "invalid_request_error");
-
-  auto body = ParseOrderedJson(text, "request body");
-  if (!body.ok()) return SendError(res, 400, body.status().message(), "invalid_request_error");
-  if (!body->is_object()) return SendError(res, 400, "request body must be a JSON object", "invalid_request_error");
+  const auto send_error = [&](int status, const std::string& message, const std::string& type) {
+    out.Send(Error(status, message, type));
+  };
+  auto body = ParseOrderedJson(req.body, "request body");
+  if (!body.ok()) return send_error(400, body.status().message(), "invalid_request_error");
+  if (!body->is_object()) return send_error(400, "request body must be a JSON object", "invalid_request_error");
   const OrderedJson& b = body.value();
   // `model` picks the base or one of its adapters (absent: the base).
   const Variant* variant = &variants.front();
   if (b.contains("model")) {
-    if (!b["model"].is_string()) return SendError(res, 400, "model: expected a string", "invalid_request_error");
+    if (!b["model"].is_string()) return send_error(400, "model: expected a string", "invalid_request_error");
     variant = Find(b["model"].get<std::string>());
     if (variant == nullptr) {
       std::string served;
       for (const std::string& name : Names()) served += (served.empty() ? "\"" : ", \"") + name + "\"";
-      return SendError(res, 404, "model \"" + b["model"].get<std::string>() + "\" does not exist (serving " + served + ")",
-                       "not_found_error");
+      return send_error(404, "model \"" + b["model"].get<std::string>() + "\" does not exist (serving " + served + ")",
+                        "not_found_error");
     }
   }
   if (b.contains("stream") && !b["stream"].is_boolean() && !b["stream"].is_null())
-    return SendError(res, 400, "stream: expected a boolean", "invalid_request_error");
+    return send_error(400, "stream: expected a boolean", "invalid_request_error");
   // The request parser checks each field's type; should a library type error still escape it,
   // it is this request's error (400), not a fault of the server.
   Result<ChatRequest> request = InvalidArgument("unparsed");
@@ -299,39 +273,31 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
     request = ParseChatRequest(b, RequestFormat::kOpenAI);
     if (request.ok()) choice = ToolChoiceOfBody(b, request->tools);
   } catch (const nlohmann::json::exception& e) {
-    return SendError(res, 400, std::string("invalid request: ") + e.what(), "invalid_request_error");
+    return send_error(400, std::string("invalid request: ") + e.what(), "invalid_request_error");
   }
-  if (!request.ok()) return SendError(res, 400, request.status().message(), "invalid_request_error");
-  if (!choice.ok()) return SendError(res, 400, choice.status().message(), "invalid_request_error");
+  if (!request.ok()) return send_error(400, request.status().message(), "invalid_request_error");
+  if (!choice.ok()) return send_error(400, choice.status().message(), "invalid_request_error");
   // The caller refuses a token limit beyond its context (FunctionCaller::Call); the server's own
   // default is only a cap, so it never exceeds the context.
   size_t max_tokens = std::min(options.max_tokens, options.context);
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
     if (!b.contains(key) || b[key].is_null()) continue;
     if (!b[key].is_number_unsigned() || b[key].get<size_t>() == 0)
-      return SendError(res, 400, std::string(key) + " must be a positive integer", "invalid_request_error");
+      return send_error(400, std::string(key) + " must be a positive integer", "invalid_request_error");
     max_tokens = std::min(max_tokens, b[key].get<size_t>());
   }
   const bool stream = b.contains("stream") && b["stream"].is_boolean() && b["stream"].get<bool>();
 
-  // Admission: at most sessions + --max-queue requests hold or wait for a session.
-  if (in_flight.fetch_add(1) >= Sessions() + options.max_queue) {
-    --in_flight;
-    res.set_header("Retry-After", "1");
-    return SendError(res, 429,
-                     "too many requests waiting for a session (--max-queue " + std::to_string(options.max_queue) + ")",
-                     "rate_limit_error");
-  }
-  std::shared_ptr<void> admitted(nullptr, [this](void*) { --in_flight; });
   const uint64_t catalog_key = Hash64(request->tools_json.dump());
   std::shared_ptr<CallerPool::Lease> lease =
       variant->pool->Acquire(catalog_key, std::chrono::milliseconds(options.queue_timeout_ms));
   if (!lease) {
-    res.set_header("Retry-After", "1");
-    return SendError(res, 503, "all sessions are busy; retry later", "server_busy_error");
+    http::Response r = Error(503, "all sessions are busy; retry later", "server_busy_error");
+    r.headers.emplace_back("Retry-After", "1");
+    return out.Send(r);
   }
   // Which pooled session answered (diagnostics; every session gives the same answer).
-  res.set_header("X-Fgemma-Session", std::to_string(lease->index));
+  const std::pair<std::string, std::string> session_header{"X-Fgemma-Session", std::to_string(lease->index)};
 
   ResponseMeta meta{"chatcmpl-" + std::to_string(next_id++), static_cast<int64_t>(std::time(nullptr)), variant->name};
   // Runs the call, feeding each generated token to a ChatStream; `emit` (streaming only) gets the
@@ -345,18 +311,17 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
     bool emit_failed = false;
   };
   using Emit = std::function<bool(const std::vector<Json>&)>;
-  // Shared, not copied, by the copies of `run` (the streaming job holds one); it runs once.
-  auto call = std::make_shared<CallRequest>(CallRequest{std::move(request).value(), std::move(choice).value(), {}, {}});
-  call->limits.max_tokens = max_tokens;
+  CallRequest call{std::move(request).value(), std::move(choice).value(), {}, {}};
+  call.limits.max_tokens = max_tokens;
   if (options.request_timeout_s > 0)
-    call->limits.deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                          std::chrono::duration<double>(options.request_timeout_s));
-  auto run = [this, lease, admitted, received, call, meta](const Emit& emit) -> Run {
+    call.limits.deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                         std::chrono::duration<double>(options.request_timeout_s));
+  auto run = [&](const Emit& emit) -> Run {
     Run r;
-    ChatStream stream(lease->caller().tokenizer(), call->chat.tools, meta);
+    ChatStream stream(lease->caller().tokenizer(), call.chat.tools, meta);
     Status stream_error;
     std::vector<Json> deltas;
-    call->on_token = [&](int32_t id) {
+    call.on_token = [&](int32_t id) {
       deltas.clear();
       if (Status st = stream.Push(id, &deltas); !st.ok()) {
         stream_error = st;
@@ -368,8 +333,8 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
       }
       return true;
     };
-    auto outcome = lease->caller().Call(*call);
-    call->on_token = nullptr;  // it refers to this frame
+    auto outcome = lease->caller().Call(call);
+    call.on_token = nullptr;  // it refers to this frame
     lease->caller().TakeWarnings();
     if (r.emit_failed) return r;
     if (!stream_error.ok()) {
@@ -392,80 +357,74 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
     r.rest = stream.Complete(r.response["choices"][0]["message"]);
     return r;
   };
-
-  if (!stream) {
-    Run r = run({});
+  const auto send_run = [&](const Run& r) {
+    http::Response res;
     res.status = r.status;
-    res.set_content(DumpJson(r.response), "application/json");
-    return;
-  }
-  auto job = std::make_shared<StreamJob>();
-  auto result = std::make_shared<Run>();
-  call->limits.cancel = &job->cancel;
-  StreamJob* j = job.get();
-  job->thread = std::thread([j, run, result] {
-    Run r = run([j](const std::vector<Json>& deltas) {
-      std::lock_guard lock(j->mu);
-      j->started = true;
-      j->deltas.insert(j->deltas.end(), deltas.begin(), deltas.end());
-      j->cv.notify_all();
-      return !j->cancel.load();
+    res.body = DumpJson(r.response);
+    res.headers.push_back(session_header);
+    out.Send(res);
+  };
+
+  if (!stream) return send_run(run({}));
+  Run result;  // before `job`, whose destructor joins the thread that writes it
+  StreamJob job;
+  call.limits.cancel = &job.cancel;
+  job.thread = std::thread([&] {
+    Run r = run([&job](const std::vector<Json>& deltas) {
+      std::lock_guard lock(job.mu);
+      job.started = true;
+      job.deltas.insert(job.deltas.end(), deltas.begin(), deltas.end());
+      job.cv.notify_all();
+      return !job.cancel.load();
     });
-    std::lock_guard lock(j->mu);
-    *result = std::move(r);
-    j->finished = true;
-    j->cv.notify_all();
+    std::lock_guard lock(job.mu);
+    result = std::move(r);
+    job.finished = true;
+    job.cv.notify_all();
   });
   {
-    std::unique_lock lock(job->mu);
-    job->cv.wait(lock, [&] { return job->started || job->finished; });
-    if (!job->started && result->status != 200) {
-      res.status = result->status;
-      res.set_content(DumpJson(result->response), "application/json");
-      return;
+    std::unique_lock lock(job.mu);
+    job.cv.wait(lock, [&] { return job.started || job.finished; });
+    if (!job.started && result.status != 200) {
+      lock.unlock();
+      job.thread.join();
+      return send_run(result);
     }
   }
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream", [this, job, result, meta, busy](size_t, httplib::DataSink& sink) {
-        auto send = [&](const Json& j) {
-          const std::string event = "data: " + DumpJson(j) + "\n\n";
-          return sink.write(event.data(), event.size());
-        };
-        // A failed write (the client is gone) cancels the generation at its next token.
-        auto gone = [&] {
-          job->cancel = true;
-          ++client_disconnects;
-          return false;
-        };
-        if (!send(RoleChunk(meta))) return gone();
-        std::unique_lock lock(job->mu);
-        while (true) {
-          job->cv.wait(lock, [&] { return !job->deltas.empty() || job->finished; });
-          while (!job->deltas.empty()) {
-            Json d = std::move(job->deltas.front());
-            job->deltas.pop_front();
-            lock.unlock();
-            const bool ok = send(DeltaChunk(meta, d));
-            lock.lock();
-            if (!ok) return gone();
-          }
-          if (job->finished) break;
-        }
+  const auto send = [&](const Json& j) { return out.WriteChunk("data: " + DumpJson(j) + "\n\n"); };
+  // A failed write (the client is gone) cancels the generation at its next token.
+  const auto gone = [&] {
+    job.cancel = true;
+    ++client_disconnects;
+  };
+  if (!out.BeginStream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, session_header}) ||
+      !send(RoleChunk(meta)))
+    return gone();
+  {
+    std::unique_lock lock(job.mu);
+    while (true) {
+      job.cv.wait(lock, [&] { return !job.deltas.empty() || job.finished; });
+      while (!job.deltas.empty()) {
+        Json d = std::move(job.deltas.front());
+        job.deltas.pop_front();
         lock.unlock();
-        if (job->thread.joinable()) job->thread.join();
-        if (result->status != 200) {
-          send(result->response);
-        } else {
-          for (const Json& d : result->rest)
-            if (!send(DeltaChunk(meta, d))) return gone();
-          send(FinalChunk(meta, result->response));
-        }
-        const std::string done = "data: [DONE]\n\n";
-        sink.write(done.data(), done.size());
-        sink.done();
-        return true;
-      });
+        const bool ok = send(DeltaChunk(meta, d));
+        lock.lock();
+        if (!ok) return gone();
+      }
+      if (job.finished) break;
+    }
+  }
+  job.thread.join();
+  if (result.status != 200) {
+    send(result.response);
+  } else {
+    for (const Json& d : result.rest)
+      if (!send(DeltaChunk(meta, d))) return gone();
+    send(FinalChunk(meta, result.response));
+  }
+  out.WriteChunk("data: [DONE]\n\n");
+  out.EndStream();
 }
 
 Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
@@ -532,25 +491,26 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
     impl->variants.push_back(std::move(v));
   }
   // Workers well beyond the sessions: requests beyond the pool wait in Acquire (bounded by
-  // --max-queue and --queue-timeout-ms) and slow clients, each cut after --read-timeout-s, cannot
-  // hold them all, so /health stays answerable.
-  const size_t workers = options.http_workers ? options.http_workers : std::max<size_t>(64, options.sessions * 8);
-  impl->http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-  impl->http.set_read_timeout(options.read_timeout_s, 0);
-  impl->http.set_write_timeout(options.read_timeout_s, 0);
-  impl->http.set_keep_alive_timeout(options.keep_alive_s);
-  impl->http.set_keep_alive_max_count(options.keep_alive_max);
-  // The listening socket is the server's alone: SO_REUSEADDR (restart while old connections are
-  // in TIME_WAIT) but not httplib's default SO_REUSEPORT, which lets another process bind the
-  // same port and take part of the traffic.
+  // --max-queue and --queue-timeout-ms). Workers only ever get complete requests: slow or hostile
+  // connections are held by the I/O thread, never by a worker.
+  http::LoopOptions lo;
+  lo.limits.max_body = options.max_body_bytes;
+  lo.request_timeout = std::chrono::seconds(options.read_timeout_s);
+  lo.write_timeout = std::chrono::seconds(options.read_timeout_s);
+  lo.idle_timeout = std::chrono::seconds(options.keep_alive_s);
+  lo.keep_alive_max = options.keep_alive_max;
+  lo.workers = options.http_workers ? options.http_workers : std::max<size_t>(64, options.sessions * 8);
+  // Descriptors left for the model, caches and logs below the process's limit.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY)
+    lo.max_connections = std::min<size_t>(lo.max_connections, files.rlim_cur > 128 ? files.rlim_cur - 64 : 64);
   Impl* raw = impl.get();
-  impl->http.set_socket_options([raw](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    raw->listen_fd = sock;  // the last one offered is the one bound
-  });
-  impl->reaper = std::make_unique<ConnectionReaper>(std::chrono::seconds(options.read_timeout_s + options.keep_alive_s));
-  impl->Routes();
+  http::Handlers handlers;
+  handlers.head = [raw](const http::Request& req) { return raw->Head(req); };
+  handlers.admit = [raw](const http::Request&, std::shared_ptr<void>& ticket) { return raw->Admit(ticket); };
+  handlers.serve = [raw](http::Request& req, http::ResponseWriter& out) { raw->ChatCompletions(req, out); };
+  handlers.error = [](int status, const std::string& message) { return Error(status, message, ErrorType(status)); };
+  impl->loop = std::make_unique<http::Loop>(lo, std::move(handlers));
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
@@ -559,37 +519,21 @@ Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() {
   Stop();
   if (thread_.joinable()) thread_.join();
-  impl_->reaper->Stop();
 }
 
-uint64_t Server::reaped_connections() const { return impl_->reaper->reaped(); }
+uint64_t Server::reaped_connections() const { return impl_->loop->timed_out(); }
 
 Status Server::Bind() {
   const auto& o = impl_->options;
-  errno = 0;
-  if (o.port == 0) {
-    port_ = impl_->http.bind_to_any_port(impl_->bind_address);
-  } else {
-    port_ = impl_->http.bind_to_port(impl_->bind_address, o.port) ? o.port : -1;
-  }
-  if (port_ <= 0) {
-    const int err = errno;
-    std::string why = err == EADDRINUSE ? "port " + std::to_string(o.port) + " is already in use (another server?)"
-                      : err           ? std::string(std::strerror(err))
-                                      : "bind failed";
-    return IoError("cannot listen on " + o.host + " port " + std::to_string(o.port) + ": " + why);
-  }
-  // httplib listens with a backlog of 5: under a burst of connections the kernel drops SYNs and
-  // clients retry a second later (a /health probe then takes over 1 s). A second listen() on the
-  // bound socket only raises the backlog.
-  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, 1024);
-  impl_->reaper->Start(port_);
+  if (Status st = impl_->loop->Bind(impl_->bind_address, o.port); !st.ok())
+    return IoError("cannot listen on " + o.host + " port " + std::to_string(o.port) + ": " + st.message());
+  port_ = impl_->loop->port();
   return Status::Ok();
 }
 
 Status Server::Start() {
   FGEMMA_RETURN_IF_ERROR(Bind());
-  thread_ = std::thread([this] { impl_->http.listen_after_bind(); });
+  thread_ = std::thread([this] { impl_->loop->Run(); });
   return Status::Ok();
 }
 
@@ -599,17 +543,17 @@ Status Server::Run() {
   for (const std::string& name : impl_->Names()) names += (names.empty() ? "" : ", ") + name;
   std::fprintf(stderr, "fgemma: serving %s on http://%s:%d (%zu sessions)\n", names.c_str(), impl_->options.host.c_str(),
                port_, impl_->Sessions());
-  if (!impl_->http.listen_after_bind()) return IoError("server stopped with an error");
+  impl_->loop->Run();
   return Status::Ok();
 }
 
 void Server::Stop() {
   impl_->stopping = true;
-  impl_->http.stop();
+  impl_->loop->Stop();
 }
 
 void Server::Shutdown(const std::function<bool()>& abort) {
-  impl_->stopping = true;  // the pre-routing handler answers 503 from here on
+  impl_->stopping = true;  // Head() answers 503 from here on
   const auto until = std::chrono::steady_clock::now() +
                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                          std::chrono::duration<double>(std::max(0.0, impl_->options.drain_s)));

@@ -177,23 +177,18 @@ TEST_F(HostileServer, ContentTypes) {
   EXPECT_TRUE(IsJsonContentType("application/json;charset=utf-8"));
   EXPECT_FALSE(IsJsonContentType("application/json; boundary=x"));
   EXPECT_FALSE(IsJsonContentType("application/x-www-form-urlencoded"));
-  // On a kept-alive connection the refused form body is not taken for the next request.
+  // The refused form body is never read, so it can never be taken for the next request: the
+  // connection is closed after the 415 and what follows is not answered (issue 30 finding 3).
   const int fd = Connect(server_->port());
   ASSERT_GE(fd, 0);
   ASSERT_TRUE(SendAll(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
                           "Content-Length: " + std::to_string(big.size()) + "\r\n\r\n" + big));
-  std::string both = ReadSome(fd, 5000);
-  ASSERT_TRUE(SendAll(fd, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
-  for (int i = 0; i < 50 && both.find("\"status\":\"ok\"") == std::string::npos; ++i) {
-    const std::string more = ReadSome(fd, 200);
-    if (more.empty() && i > 10) break;
-    both += more;
-  }
+  SendAll(fd, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  bool closed = false;
+  const std::string both = loopback::ReadUntilClose(fd, 5000, &closed);
   close(fd);
-  EXPECT_EQ(both.rfind("HTTP/1.1 415", 0), 0u) << both.substr(0, 200);
-  // The very next answer is /health's (not a 400 for the body's bytes read as a request).
-  EXPECT_EQ(both.find("HTTP/1.1 ", 1), both.find("HTTP/1.1 200")) << both;
-  EXPECT_NE(both.find("HTTP/1.1 200"), std::string::npos) << both;
+  EXPECT_EQ(loopback::StatusesIn(both), std::vector<int>{415}) << both;
+  EXPECT_TRUE(closed);
   // Bodies on routes that take none are refused unread.
   auto get = cli.Post("/health", "x", "application/json");
   ASSERT_TRUE(get);
@@ -321,9 +316,6 @@ TEST(HostileSlowloris, SlowConnectionsCannotHoldEveryWorker) {
   double worst = 0;
   for (int i = 0; i < 3; ++i) worst = std::max(worst, HealthLatency(*srv, 5.0));
   ExpectServes(*srv);
-  std::printf("[ hostile ] %d slow connections on 4 workers: /health worst %.2f s, %llu reaped\n", kSlow, worst,
-              static_cast<unsigned long long>(srv->reaped_connections()));
-  EXPECT_GE(srv->reaped_connections(), 1u);
 
   // A body announced whole and sent a byte at a time.
   const int fd = Connect(srv->port());
@@ -339,6 +331,10 @@ TEST(HostileSlowloris, SlowConnectionsCannotHoldEveryWorker) {
   if (answer.empty()) answer = ReadSome(fd, 3000);
   close(fd);
   EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer.substr(0, 200);
+  // By now (over --read-timeout-s since they began) the slow connections have been cut.
+  std::printf("[ hostile ] %d slow connections on 4 workers: /health worst %.2f s, %llu reaped\n", kSlow, worst,
+              static_cast<unsigned long long>(srv->reaped_connections()));
+  EXPECT_GE(srv->reaped_connections(), 1u);
   stop = true;
   for (auto& t : slow) t.join();
   HealthLatency(*srv);
