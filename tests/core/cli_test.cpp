@@ -57,6 +57,28 @@ TEST(Cli, GenerateReproducesGreedyGolden) {
   EXPECT_EQ(Json::parse(out), golden["greedy"]["tokens"]);
 }
 
+// Text in, text out: --prompt streams the decoded continuation, the same tokens --ids gives for the
+// prompt's ids (<bos> + the text), decoded; --ids --text prints that same text.
+TEST(Cli, GeneratePromptStreamsTheDecodedTextOfTheIdsPath) {
+  const std::string model = test::FixturePath("models/mini-bf16");
+  const std::string dir = test::TempDir();
+  std::string ids, by_ids, text, ids_as_text, decoded;
+  ASSERT_EQ(test::RunCommand(Cli() + " tokenize --model " + model + " --bos 'The kitchen lights are'", &ids), 0);
+  ASSERT_TRUE(WriteStringToFile(dir + "/ids.txt", ids).ok());
+  ASSERT_EQ(test::RunCommand(Cli() + " generate --model " + model + " --ids " + dir + "/ids.txt --max-new 12", &by_ids), 0);
+  while (!by_ids.empty() && by_ids.back() == '\n') by_ids.pop_back();
+  ASSERT_EQ(test::RunCommand(Cli() + " detokenize --model " + model + " --skip-special '" + by_ids + "'", &decoded), 0)
+      << decoded;
+  ASSERT_EQ(test::RunCommand(Cli() + " generate --model " + model + " --prompt 'The kitchen lights are' --max-new 12", &text), 0);
+  ASSERT_EQ(test::RunCommand(Cli() + " generate --model " + model + " --ids " + dir + "/ids.txt --text --max-new 12", &ids_as_text), 0);
+  EXPECT_FALSE(text.empty());
+  EXPECT_EQ(text, ids_as_text);
+  EXPECT_EQ(text, decoded);
+  std::string err;
+  EXPECT_NE(test::RunCommand(Cli() + " generate --model " + model + " 2>&1", &err), 0);
+  EXPECT_NE(err.find("give either --prompt TEXT or --ids FILE"), std::string::npos) << err;
+}
+
 TEST(Cli, SynthWritesALoadableCheckpointAndErrorsAreClear) {
   const std::string dir = test::TempDir();
   std::string out;
