@@ -18,7 +18,8 @@
  *    model handle's own use, and the memory is released with the last of them. No call on the
  *    model handle itself may run at the same time as, or after, its fgemma_model_free.
  *  - Numbers are checked (docs/limits.md): n_threads 0..256, time_budget_ms finite in 0..86400000,
- *    lora_scale finite with |scale| <= 1000, n_ctx 1..the model's max_position_embeddings; others
+ *    lora_scale finite with |scale| <= 1000, n_ctx at most the model's max_position_embeddings
+ *    (a caller's at least 1; a session's 0 means the maximum); others
  *    fail with FGEMMA_ERR_INVALID_ARGUMENT or FGEMMA_ERR_OUT_OF_RANGE naming the field.
  *  - An fgemma_session or fgemma_caller is used by one thread at a time (no internal locking).
  *    The only exception is fgemma_caller_cancel(), which any thread may call at any time.

@@ -25,7 +25,7 @@ void ExpectRefused(const std::string& command, const std::string& words) {
 
 TEST(CliLimits, ServeRefusesAContextOfZeroOrPastTheModel) {
   ExpectRefused(Serve("--context 0"), "--context");
-  ExpectRefused(Serve("--context 100000000"), "max_position_embeddings");
+  ExpectRefused(Serve("--context 1000000"), "max_position_embeddings");
 }
 
 TEST(CliLimits, ThreadsAreBoundedInEveryCommand) {

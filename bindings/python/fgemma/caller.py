@@ -81,7 +81,11 @@ class _StreamClosed(Exception):
 class FunctionCaller:
     """Turns utterances into calls of `tools`. One call at a time per caller (calls from several
     threads wait for each other); cancel() may be called from any thread. Close it, or use it as
-    a context manager; a closed caller raises FgemmaError when used, never crashes."""
+    a context manager; a closed caller raises FgemmaError when used, never crashes.
+
+    Numbers are checked when it is made (docs/limits.md): threads 0 (all cores) to 256, context 1
+    to the model's maximum, time_budget_ms finite from 0 (none) to 86,400,000, lora_scale finite
+    with |lora_scale| <= 1000; others raise FgemmaError naming the argument."""
 
     def __init__(self, model, tools, cache_path=None, context=4096, threads=0, max_tokens=0, time_budget_ms=0.0,
                  trust_content_tokens=False, draft=True, lora=None, lora_scale=1.0, share_passes=False):
