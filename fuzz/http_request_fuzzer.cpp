@@ -35,7 +35,7 @@ std::string Run(std::string_view input, size_t piece, const Limits& limits) {
     if (used > pending.size()) std::abort();
     pending.remove_prefix(used);
     if (parser.failed()) {
-      trace += "error " + std::to_string(parser.error().status);
+      trace += "error " + std::to_string(parser.error().status) + " " + parser.error().message;
       return trace;
     }
     if (parser.complete()) {

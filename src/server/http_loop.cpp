@@ -23,9 +23,11 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr size_t kReadSize = 16 << 10;     // one recv; a connection buffers at most this unparsed
-constexpr size_t kLingerBytes = 8 << 20;   // dropped after an error before the connection is cut
-constexpr size_t kTrimBytes = 1 << 20;     // large buffers freed before memory is handed back
-constexpr int kPumpRounds = 16;            // reads per connection per event (fairness)
+constexpr size_t kLingerBytes = 1 << 20;   // dropped after an error before the connection is cut
+constexpr size_t kTrimBytes = 64 << 10;    // request bytes freed before memory is handed back
+// Reads per connection per wake-up: a flood gets 64 KiB at a time, so one pass over every ready
+// connection stays short and a /health probe waits for little.
+constexpr int kPumpRounds = 4;
 
 const char* Reason(int status) {
   switch (status) {
@@ -153,6 +155,22 @@ struct Loop::Job {
 
 Loop::Loop(LoopOptions options, Handlers handlers) : options_(std::move(options)), handlers_(std::move(handlers)) {
   for (size_t i = 0; i < std::max<size_t>(1, options_.workers); ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  trimmer_ = std::thread([this] { TrimLoop(); });
+}
+
+// Bounded buffers are freed when a hostile connection ends, but glibc keeps freed heap pages
+// (in every thread's arena); they are handed back at most once a second, once requests have
+// freed something, on a thread of their own so that no request waits for a trim.
+void Loop::TrimLoop() {
+  std::unique_lock lock(mu_);
+  while (!workers_stop_) {
+    trim_cv_.wait_for(lock, std::chrono::seconds(1));
+    if (freed_bytes_ < kTrimBytes || workers_stop_) continue;
+    freed_bytes_ = 0;
+    lock.unlock();
+    ::malloc_trim(0);
+    lock.lock();
+  }
 }
 
 Loop::~Loop() {
@@ -162,7 +180,9 @@ Loop::~Loop() {
     workers_stop_ = true;
   }
   work_cv_.notify_all();
+  trim_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
+  trimmer_.join();
   for (Job& job : jobs_) ::close(job.conn->fd);
   for (auto& c : returned_) ::close(c->fd);
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
@@ -215,7 +235,7 @@ void Loop::Run() {
     running_ = true;
   }
   epoll_event events[256];
-  auto last_scan = Clock::now(), last_trim = Clock::now();
+  auto last_scan = Clock::now();
   while (true) {
     {
       std::lock_guard lock(mu_);
@@ -243,19 +263,6 @@ void Loop::Run() {
     if (now - last_scan >= std::chrono::milliseconds(50)) {
       last_scan = now;
       CheckDeadlines();
-    }
-    // Bounded buffers are freed when a hostile connection ends, but glibc keeps freed heap pages;
-    // hand them back once enough has been freed (at most once a second: a trim walks the heap).
-    if (now - last_trim >= std::chrono::seconds(1)) {
-      bool trim = false;
-      {
-        std::lock_guard lock(mu_);
-        if (freed_bytes_ >= kTrimBytes) trim = true, freed_bytes_ = 0;
-      }
-      if (trim) {
-        ::malloc_trim(0);
-        last_trim = now;
-      }
     }
   }
   // Stopped: the listener closes; connections still being read are dropped, those a worker is
@@ -516,7 +523,7 @@ void Loop::WorkerLoop() {
     }
     if (!writer.written()) writer.Send(handlers_.error(500, "internal error: no response"));
     const bool close = writer.must_close() || !job.request.keep_alive;
-    const size_t freed = job.request.body.capacity();
+    const size_t freed = job.request.body.capacity() * 8;  // and what its JSON grew to
     job.request = Request{};
     job.ticket.reset();
     std::unique_ptr<Conn> conn = std::move(job.conn);

@@ -128,6 +128,7 @@ class Loop {
   void CheckDeadlines();
   void TakeReturned();
   void WorkerLoop();
+  void TrimLoop();
 
   LoopOptions options_;
   Handlers handlers_;
@@ -140,12 +141,13 @@ class Loop {
   std::atomic<size_t> dispatched_{0};
 
   std::mutex mu_;  // guards what follows
-  std::condition_variable work_cv_, stopped_cv_;
+  std::condition_variable work_cv_, stopped_cv_, trim_cv_;
   std::deque<Job> jobs_;
   std::vector<std::unique_ptr<Conn>> returned_;  // answered by a worker, back to the I/O thread
   bool stop_ = false, loop_done_ = false, running_ = false, workers_stop_ = false;
   std::vector<std::thread> workers_;
-  size_t freed_bytes_ = 0;  // large buffers freed since the last malloc_trim
+  std::thread trimmer_;
+  size_t freed_bytes_ = 0;  // request buffers freed since the last malloc_trim
 };
 
 }  // namespace fgemma::server::http

@@ -115,8 +115,12 @@ size_t RequestParser::Feed(std::string_view data) {
         if (request_line && !started_) {
           if (line_.empty() && rest.front() != '\r' && rest.front() != '\n') started_ = true;
         }
-        const bool whole = request_line ? TakeLine(rest, &used, limits_.max_request_line, 414, "request line")
-                                        : TakeLine(rest, &used, limits_.max_header_line, 431, "header line");
+        // Never past the first byte over the head's limit, so that which limit a request meets
+        // first does not depend on how its bytes were split into reads.
+        const std::string_view capped =
+            rest.substr(0, limits_.max_head_bytes - std::min(head_bytes_, limits_.max_head_bytes) + 1);
+        const bool whole = request_line ? TakeLine(capped, &used, limits_.max_request_line, 414, "request line")
+                                        : TakeLine(capped, &used, limits_.max_header_line, 431, "header line");
         pos += used;
         head_bytes_ += used;
         if (phase_ == Phase::kError) break;

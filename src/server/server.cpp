@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -504,6 +505,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY)
     lo.max_connections = std::min<size_t>(lo.max_connections, files.rlim_cur > 128 ? files.rlim_cur - 64 : 64);
+  // Request buffers of 128 KiB and more (bodies, their JSON) are mapped on their own and unmapped
+  // when freed. glibc would otherwise raise this threshold after the first such free and serve
+  // later ones from the heap, where a flood of large bodies leaves freed pages behind.
+  mallopt(M_MMAP_THRESHOLD, 128 << 10);
   Impl* raw = impl.get();
   http::Handlers handlers;
   handlers.head = [raw](const http::Request& req) { return raw->Head(req); };

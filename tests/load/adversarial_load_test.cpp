@@ -246,7 +246,24 @@ TEST(AdversarialLoad, ValidClientsServedUnderAttack) {
                                     "Content-Length: " + std::to_string(body.dump().size()) + "\r\n\r\n" + body.dump();
   const std::string burst_request = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                                     "Connection: close\r\nContent-Length: " + std::to_string(body.dump().size()) + "\r\n\r\n" + body.dump();
-  std::this_thread::sleep_for(std::chrono::seconds(2));  // the idle level: after the first request's allocations
+  // 90 requests at once (Connection: close); the first status of each answer.
+  const auto burst = [&] {
+    std::vector<int> fds, firsts;
+    for (int i = 0; i < 90; ++i)
+      if (const int fd = Connect(port); fd >= 0) fds.push_back(fd);
+    for (int fd : fds) SendAll(fd, burst_request);
+    for (int fd : fds) {
+      const std::vector<int> statuses = StatusesUntilClose(fd, 120000);
+      close(fd);
+      firsts.push_back(statuses.empty() ? 0 : statuses[0]);
+    }
+    return firsts;
+  };
+  // The idle level is the warmed-up server's: after a burst has run a request on every worker
+  // (each keeps the stack pages its call touched) and a streamed answer, with no client left.
+  burst();
+  ASSERT_TRUE(ref_cli.Post("/v1/chat/completions", stream_body.dump(), "application/json"));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
   const uint64_t rss_start = CurrentRssBytes();
 
   std::atomic<bool> stop{false};
@@ -301,7 +318,10 @@ TEST(AdversarialLoad, ValidClientsServedUnderAttack) {
         const int kind = (h + r) % kHostileKinds;
         const Outcome out = Hostile(port, kind, rng, valid_request);
         const int got = out.statuses.empty() ? 0 : out.statuses[0];
-        const bool wrong = got != out.expected || got == 500 || (kind == 16 && out.statuses != std::vector<int>{200, 400});
+        // A chat request with a valid head meets the full queue during a burst: 429 is its answer then.
+        const bool queued_kind = kind == 1 || kind == 2 || kind == 3 || kind == 5 || kind == 7 || kind == 8;
+        const bool wrong = (got != out.expected && !(got == 429 && queued_kind)) || got == 500 ||
+                           (kind == 16 && out.statuses != std::vector<int>{200, 400});
         std::lock_guard lock(mu);
         ++hostile[kind][got];
         after_error += ResponsesAfterError(out.statuses);
@@ -319,15 +339,8 @@ TEST(AdversarialLoad, ValidClientsServedUnderAttack) {
     for (double next = t_start + 5; !stop; next += 30) {
       while (!stop && NowSeconds() < next) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       if (stop) break;
-      std::vector<int> fds;
-      for (int i = 0; i < 90; ++i)
-        if (const int fd = Connect(port); fd >= 0) fds.push_back(fd);
-      for (int fd : fds) SendAll(fd, burst_request);
-      for (int fd : fds) {
-        const std::vector<int> statuses = StatusesUntilClose(fd, 120000);
-        close(fd);
+      for (const int got : burst()) {
         std::lock_guard lock(mu);
-        const int got = statuses.empty() ? 0 : statuses[0];
         (got == 200 ? burst_200 : got == 429 ? burst_429 : burst_other)++;
       }
     }
