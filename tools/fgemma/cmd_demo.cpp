@@ -1,9 +1,12 @@
-// fgemma demo: the smart-home example on a synthesized FunctionGemma-shaped model.
+// fgemma demo: the smart-home example on the real Gemma 3 270M when the cache holds it
+// (scripts/fetch-real-model.sh), else on a synthesized FunctionGemma-shaped model.
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <utility>
 
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +18,7 @@
 #include "model/convert.h"
 #include "model/synth.h"
 #include "runtime/loaded_model.h"
+#include "tokenizer/tokenizer.h"
 #include "util/mapped_file.h"
 #include "util/process_stats.h"
 
@@ -83,10 +87,39 @@ Result<std::string> DemoModel(const std::string& cache) {
   return gguf;
 }
 
+// The real Gemma 3 270M files the demo looks for under <cache>/real, best first: the fetched Q4_K_M,
+// then the files llama.cpp's quantizer makes from it (docs/real-model.md).
+constexpr const char* kRealModelFiles[] = {
+    "gemma-3-270m-q4_k_m.gguf", "gemma-3-270m-q8_0.gguf", "gemma-3-270m-q6_k.gguf", "gemma-3-270m-q5_k_m.gguf",
+    "gemma-3-270m-q5_1.gguf",   "gemma-3-270m-q5_0.gguf", "gemma-3-270m-q4_1.gguf", "gemma-3-270m-q4_0.gguf",
+    "gemma-3-270m-bf16.gguf"};
+
+// The first real file fgemma loads, with FunctionGemma's tokenizer (Gemma 3's ids, FunctionGemma's
+// names for the unused ones) and official template (the base model's own is for plain chat). A file
+// that is there but does not load (a type fgemma lacks) is said and passed over.
+std::optional<std::pair<std::string, LoadedModel>> RealModel(const std::string& cache) {
+  for (const char* name : kRealModelFiles) {
+    const std::string path = cache + "/real/" + name;
+    if (!FileExists(path)) continue;
+    auto model = Model::Load(path);
+    auto tokenizer = Tokenizer::FromFile(AssetsRoot() + "/assets/functiongemma/tokenizer.json");
+    if (model.ok() && tokenizer.ok()) {
+      ModelTemplate official{TemplateKind::kOfficial, "FunctionGemma's official template"};
+      auto loaded = LoadedModel::FromParts(std::move(model).value(), std::move(tokenizer).value(), official, path);
+      if (loaded.ok()) return std::make_pair(path, std::move(loaded).value());
+      model = loaded.status();
+    }
+    std::fprintf(stderr, "fgemma: note: %s is there but does not load: %s\n", path.c_str(),
+                 (model.ok() ? tokenizer.status() : model.status()).ToString().c_str());
+  }
+  return std::nullopt;
+}
+
 int RunDemo(const DemoArgs& a) {
   const std::string cache = CacheDir();
   if (Status st = MakeDirs(cache); !st.ok()) return Fail(st.ToString());
-  auto model_path = DemoModel(cache);
+  auto real = RealModel(cache);
+  Result<std::string> model_path = real ? real->first : DemoModel(cache);
   if (!model_path.ok()) return Fail(model_path.status().ToString());
   CallInputs in;
   in.tools_path = AssetsRoot() + "/examples/smart-home/tools.json";
@@ -94,7 +127,7 @@ int RunDemo(const DemoArgs& a) {
   in.tool_choice = "required";
   auto request = BuildCallRequest(in);
   if (!request.ok()) return Fail(request.status().ToString());
-  auto loaded = LoadModel(model_path.value(), LoadOptions{});
+  auto loaded = real ? Result<LoadedModel>(std::move(real->second)) : LoadModel(model_path.value(), LoadOptions{});
   if (!loaded.ok()) return Fail(loaded.status().ToString());
   FunctionCallerOptions fo;
   fo.threads = a.threads;
@@ -102,12 +135,18 @@ int RunDemo(const DemoArgs& a) {
   auto caller = FunctionCaller::Create(loaded.value(), fo);
   if (!caller.ok()) return Fail(caller.status().ToString());
 
-  std::printf("NOTE: this model has random weights (synthesized from SYNTH.md in FunctionGemma-270M's exact shape).\n"
-              "      The call below is valid by construction (constrained decoding) but its content is noise;\n"
-              "      only the real checkpoint gives meaningful calls. See README: \"Running the real model\".\n\n");
-  std::printf("model:     %s (q8_0, kernels %s)\ntools:     %s (%zu functions)\nutterance: %s\n\n",
-              model_path->c_str(), KernelTargetName(), in.tools_path.c_str(), request->chat.tools.size(),
-              a.utterance.c_str());
+  if (real) {
+    std::printf("NOTE: the real Gemma 3 270M (trained weights, from the cache): the base model FunctionGemma-270M was\n"
+                "      fine-tuned from, not FunctionGemma itself. Constrained decoding keeps the call valid; what it\n"
+                "      chooses is the untuned model's guess (docs/real-model.md).\n\n");
+  } else {
+    std::printf("NOTE: this model has random weights (synthesized from SYNTH.md in FunctionGemma-270M's exact shape).\n"
+                "      The call below is valid by construction (constrained decoding) but its content is noise;\n"
+                "      run scripts/fetch-real-model.sh for the real Gemma 3 270M (docs/real-model.md).\n\n");
+  }
+  std::printf("model:     %s (%s, kernels %s)\ntools:     %s (%zu functions)\nutterance: %s\n\n", model_path->c_str(),
+              real ? "real Gemma 3 270M" : "synthesized, q8_0", KernelTargetName(), in.tools_path.c_str(),
+              request->chat.tools.size(), a.utterance.c_str());
   for (const char* label : {"first request", "second request"}) {
     auto outcome = caller.value()->Call(request.value());
     for (const auto& w : caller.value()->TakeWarnings()) std::fprintf(stderr, "fgemma: warning: %s\n", w.c_str());
@@ -129,7 +168,7 @@ int RunDemo(const DemoArgs& a) {
 
 const CommandRegistration kDemo(60, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<DemoArgs>();
-  auto* cmd = app.add_subcommand("demo", "Run the smart-home example on a synthesized FunctionGemma-shaped model (q8_0)");
+  auto* cmd = app.add_subcommand("demo", "Run the smart-home example on the real Gemma 3 270M when fetched, else on a synthesized FunctionGemma-shaped model");
   cmd->add_option("utterance", a->utterance, "what the user said");
   AddThreadsOption(cmd, &a->threads, "threads (default: all cores)");
   return [a] { return RunDemo(*a); };
