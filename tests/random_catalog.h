@@ -1,6 +1,7 @@
 // Random tool catalogs, arguments and utterances for constrained-decoding tests.
 #pragma once
 
+#include <cstdint>
 #include <random>
 #include <string>
 
@@ -11,7 +12,10 @@ namespace fgemma::test {
 
 class CatalogGenerator {
  public:
-  explicit CatalogGenerator(uint32_t seed) : rng_(seed) {}
+  // `keywords`: schemas also draw every keyword the grammar enforces (numeric enums and ranges,
+  // steps, string lengths, patterns and formats, item counts, const, nullable); off, the sequence of
+  // catalogs is the one the older tests were written against.
+  explicit CatalogGenerator(uint32_t seed, bool keywords = false) : rng_(seed), keywords_(keywords) {}
 
   std::string Identifier(size_t min_len = 2) {
     static const char* kWords[] = {"get", "set", "light", "room", "temp", "mode", "level", "play", "song", "alarm",
@@ -26,6 +30,10 @@ class CatalogGenerator {
     const size_t kind = Pick(depth > 1 ? 5 : 7);
     OrderedJson s;
     s["description"] = "a " + Identifier() + " value";
+    if (keywords_ && Pick(3) != 0) {
+      AddKeywords(kind, &s, depth);
+      return s;
+    }
     switch (kind) {
       case 0: s["type"] = "string"; break;
       case 1: {
@@ -85,7 +93,73 @@ class CatalogGenerator {
   size_t Pick(size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
 
  private:
+  int64_t Int(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
+  // A bound: small, negative, large, or fractional.
+  OrderedJson Bound(bool integer) {
+    switch (Pick(4)) {
+      case 0: return Int(-20, 20);
+      case 1: return Int(-5000000000, -1000);
+      case 2: return Int(1000, 900000000000);
+      default: return integer ? OrderedJson(Int(-100, 100)) : OrderedJson(static_cast<double>(Int(-4000, 4000)) / 16.0);
+    }
+  }
+
+  void NumberKeywords(bool integer, OrderedJson* s) {
+    (*s)["type"] = integer ? "integer" : "number";
+    if (Pick(4) == 0) {
+      OrderedJson e = OrderedJson::array();
+      for (size_t i = 0, n = 1 + Pick(4); i < n; ++i)
+        e.push_back(integer ? OrderedJson(Int(-300, 300)) : OrderedJson(static_cast<double>(Int(-300, 300)) / 8.0));
+      (*s)["enum"] = e;
+      return;
+    }
+    OrderedJson lo = Bound(integer), hi = Bound(integer);
+    if (lo.get<double>() > hi.get<double>()) std::swap(lo, hi);
+    if (lo.get<double>() + 12 > hi.get<double>()) hi = lo.get<double>() + 12;
+    const size_t form = Pick(4);
+    if (form != 1) (*s)[Pick(3) == 0 ? "exclusiveMinimum" : "minimum"] = lo;
+    if (form != 2) (*s)[Pick(3) == 0 ? "exclusiveMaximum" : "maximum"] = hi;
+    if (Pick(3) == 0) (*s)["multipleOf"] = integer ? OrderedJson(1 + Pick(3)) : OrderedJson(Pick(2) ? 0.25 : 0.5);
+  }
+
+  void StringKeywords(OrderedJson* s) {
+    static const char* kPatterns[] = {"^[a-z]{2,6}$", "^[0-9]{3}-[0-9]{2}$", "^(on|off|auto)$", "[A-Z]", "^\\d+(\\.\\d{1,2})?$",
+                                      "^[^<>]{1,10}$", "^(?:kitchen|living room|bedroom)( [0-9])?$", "x+y*z?"};
+    (*s)["type"] = "string";
+    switch (Pick(4)) {
+      case 0: (*s)["pattern"] = kPatterns[Pick(8)]; break;
+      case 1: (*s)["format"] = Pick(2) ? "date" : "time"; break;
+      default: {
+        const uint64_t lo = Pick(6);
+        if (Pick(2)) (*s)["minLength"] = lo;
+        if (Pick(2)) (*s)["maxLength"] = lo + Pick(12);
+      }
+    }
+  }
+
+  void AddKeywords(size_t kind, OrderedJson* s, int depth) {
+    switch (kind) {
+      case 0:
+      case 1: StringKeywords(s); break;
+      case 2: NumberKeywords(true, s); break;
+      case 3: NumberKeywords(false, s); break;
+      case 4:
+        (*s)["type"] = "boolean";
+        if (Pick(2)) (*s)["const"] = Pick(2) == 0;
+        break;
+      case 5:
+        (*s)["type"] = "array";
+        (*s)["items"] = Schema(depth + 1);
+        (*s)["minItems"] = Pick(3);
+        if (Pick(2)) (*s)["maxItems"] = (*s)["minItems"].get<size_t>() + Pick(3);
+        break;
+      default: *s = Object(depth + 1); break;
+    }
+    if (Pick(5) == 0) (*s)["nullable"] = true;
+  }
+
   std::mt19937 rng_;
+  bool keywords_ = false;
 };
 
 }  // namespace fgemma::test

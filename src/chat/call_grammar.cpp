@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 #include <numeric>
 
 namespace fgemma {
@@ -13,7 +14,7 @@ constexpr std::string_view kEscapeText = "<escape>";
 const std::vector<std::string> kBooleans = {"false", "true"};
 
 // Node indices reserved by Compile: any value, free-form object, array of anything.
-constexpr int kAnyNode = 0, kFreeObjectNode = 1, kAnyArrayNode = 2;
+constexpr int kAnyNode = 0, kFreeObjectNode = 1, kAnyArrayNode = 2, kNullNode = 3;
 
 // Top-level phases.
 enum : uint8_t { kTopStart, kTopText, kTopCallLiteral, kTopName, kTopAfterArgs, kTopAfterCall, kTopDone };
@@ -75,6 +76,97 @@ Result<ToolChoice> ToolChoiceOfBody(const OrderedJson& body, const std::vector<T
   return ToolChoiceFrom(*it, tools);
 }
 
+namespace {
+
+// The digits a ranged value may have in all, and after the point.
+constexpr int kRangedIntegerDigits = 18, kRangedNumberDigits = 15, kFracDigits = 15;
+
+// Whether [a, b] (magnitudes in units, the sign given apart) holds a value in the node's range, on
+// its step and on `grid`.
+bool HoldsValue(const CallGrammar::Node& n, bool neg, SchemaUnits a, SchemaUnits b, SchemaUnits grid) {
+  SchemaUnits lo = neg ? -b : a, hi = neg ? -a : b;
+  lo = std::max(lo, n.lo);
+  hi = std::min(hi, n.hi);
+  if (lo > hi) return false;
+  const SchemaUnits g = LcmUnits(grid, n.step);
+  if (g == 0) return lo <= 0 && 0 <= hi;  // only 0 is a multiple of so large a step
+  return HoldsMultiple(lo, hi, g);
+}
+
+// Whether a ranged value written so far (sign, its `digits` digits as the integer m, `frac` of them
+// after the point) can still be completed within the node's range: each count of digits still to
+// come covers an interval of values, checked in closed form (no digit-by-digit search).
+bool RangeReachable(const CallGrammar::Node& n, bool neg, uint64_t m, int digits, int frac, bool in_frac) {
+  const bool integer = n.kind == CallGrammar::Kind::kInteger;
+  const int total = integer ? kRangedIntegerDigits : kRangedNumberDigits;
+  const SchemaUnits mu = static_cast<SchemaUnits>(m);
+  if (in_frac) {
+    const int r = std::min(kFracDigits - frac, total - digits);
+    if (frac == 0 && r <= 0) return false;  // a point needs a digit after it
+    const SchemaUnits unit = Pow10Units(kUnitDigits - frac);
+    return HoldsValue(n, neg, mu * unit, (mu + 1) * unit - Pow10Units(kUnitDigits - frac - r), Pow10Units(kUnitDigits - frac - r));
+  }
+  const int more = m == 0 ? 0 : total - digits;  // a leading 0 takes no more integer digits
+  for (int j = 0; j <= more; ++j) {
+    const int f = integer ? 0 : std::min(kFracDigits, total - digits - j);
+    const SchemaUnits scale = Pow10Units(j + kUnitDigits);
+    if (HoldsValue(n, neg, mu * scale, (mu + 1) * scale - Pow10Units(kUnitDigits - f), Pow10Units(kUnitDigits - f))) return true;
+  }
+  return false;
+}
+
+bool RangedValueOk(const CallGrammar::Node& n, bool neg, uint64_t m, int frac) {
+  SchemaUnits v = static_cast<SchemaUnits>(m) * Pow10Units(kUnitDigits - frac);
+  if (neg) v = -v;
+  return v >= n.lo && v <= n.hi && v % n.step == 0;
+}
+
+// The text a literal (numeric or boolean enum value) is written as: what the template prints and
+// the parser reads back to the same JSON value.
+std::string LiteralText(const Json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return v.dump();
+}
+
+// Integer, number and boolean nodes: plain, ranged, or a literal list (enum / const).
+Status ScalarNode(const Schema& schema, CallGrammar::Node* n) {
+  using Kind = CallGrammar::Kind;
+  n->kind = schema.type == SchemaType::kInteger ? Kind::kInteger : schema.type == SchemaType::kNumber ? Kind::kNumber : Kind::kBoolean;
+  if (!schema.enum_values.empty()) {
+    n->kind = Kind::kLiteral;
+    for (const Json& e : schema.enum_values) {
+      std::string text = LiteralText(e);
+      if (std::find(n->listed.begin(), n->listed.end(), text) == n->listed.end()) n->listed.push_back(std::move(text));
+    }
+    n->choices = n->listed;
+    std::sort(n->choices.begin(), n->choices.end());
+    return Status::Ok();
+  }
+  if (n->kind == Kind::kBoolean || (!schema.minimum && !schema.maximum && schema.multiple_of.empty())) return Status::Ok();
+  n->ranged = true;
+  if (schema.minimum) {
+    const std::string& d = schema.minimum->decimal;
+    n->lo = schema.minimum->exclusive ? DecimalToUnits(d, Rounding::kFloor) + 1 : DecimalToUnits(d, Rounding::kCeil);
+  }
+  if (schema.maximum) {
+    const std::string& d = schema.maximum->decimal;
+    n->hi = schema.maximum->exclusive ? DecimalToUnits(d, Rounding::kCeil) - 1 : DecimalToUnits(d, Rounding::kFloor);
+  }
+  const SchemaUnits whole = Pow10Units(kUnitDigits);
+  n->step = n->kind == Kind::kInteger ? whole : 1;
+  if (!schema.multiple_of.empty()) {
+    n->step = LcmUnits(n->step, DecimalToUnits(schema.multiple_of, Rounding::kFloor));
+    if (n->step == 0) return Unsupported("multipleOf " + schema.multiple_of + " is too large");
+  }
+  for (uint64_t d = 0; d < 10; ++d) {
+    if (RangeReachable(*n, false, d, 1, 0, false) || RangeReachable(*n, true, d, 1, 0, false)) return Status::Ok();
+  }
+  return InvalidArgument(std::string("minimum, maximum and multipleOf leave no ") + SchemaTypeName(schema.type) + " of at most " +
+                         std::to_string(n->kind == Kind::kInteger ? kRangedIntegerDigits : kRangedNumberDigits) + " digits");
+}
+
+}  // namespace
+
 Result<int> CallGrammar::AddNode(const Schema* schema, int depth) {
   if (depth > CallMatcher::kMaxDepth - 4) return InvalidArgument("parameter schema is nested too deeply for constrained decoding");
   Node n;
@@ -92,11 +184,22 @@ Result<int> CallGrammar::AddNode(const Schema* schema, int depth) {
         std::sort(n.choices.begin(), n.choices.end());
       } else {
         n.kind = Kind::kString;
+        n.min_chars = schema->min_length;
+        n.max_chars = schema->max_length.value_or(UINT32_MAX);
+        n.pattern = schema->pattern;
+        const uint32_t cap = limits_.max_string_bytes;
+        if (n.min_chars > cap)
+          return Unsupported("minLength " + std::to_string(n.min_chars) + " is above the " + std::to_string(cap) + " bytes a string may hold");
+        if (n.pattern && n.pattern->to_accept[n.pattern->start] > cap)
+          return Unsupported("the shortest string matching its " + schema->pattern_keyword + " is longer than the " +
+                             std::to_string(cap) + " bytes a string may hold");
       }
       break;
-    case SchemaType::kInteger: n.kind = Kind::kInteger; break;
-    case SchemaType::kNumber: n.kind = Kind::kNumber; break;
-    case SchemaType::kBoolean: n.kind = Kind::kBoolean; break;
+    case SchemaType::kInteger:
+    case SchemaType::kNumber:
+    case SchemaType::kBoolean:
+      FGEMMA_RETURN_IF_ERROR(ScalarNode(*schema, &n));
+      break;
     case SchemaType::kArray: {
       int item = kAnyNode;
       if (schema->items) {
@@ -104,10 +207,17 @@ Result<int> CallGrammar::AddNode(const Schema* schema, int depth) {
       }
       n.kind = Kind::kArray;
       n.children = {item};
+      if (schema->min_items > 64) return Unsupported("minItems " + std::to_string(schema->min_items) + " is above 64, the most items a call may hold");
+      n.min_items = schema->min_items;
+      n.max_items = schema->max_items.value_or(UINT32_MAX);
       break;
     }
     case SchemaType::kObject: {
-      if (!schema->has_properties) return kFreeObjectNode;
+      if (!schema->has_properties && !schema->nullable) return kFreeObjectNode;
+      if (!schema->has_properties) {
+        n = nodes_[kFreeObjectNode];
+        break;
+      }
       if (schema->properties.size() > 64) return InvalidArgument("object with more than 64 properties");
       n.kind = Kind::kObject;
       std::vector<size_t> order(schema->properties.size());
@@ -126,6 +236,7 @@ Result<int> CallGrammar::AddNode(const Schema* schema, int depth) {
       break;
     }
   }
+  n.nullable = schema->nullable;
   nodes_.push_back(std::move(n));
   return static_cast<int>(nodes_.size() - 1);
 }
@@ -135,7 +246,9 @@ Result<CallGrammar> CallGrammar::Compile(const std::vector<Tool>& tools, const T
   CallGrammar g;
   g.choice_ = choice;
   g.limits_ = limits;
-  g.nodes_.resize(3);
+  g.nodes_.resize(4);
+  g.nodes_[kNullNode].kind = Kind::kLiteral;  // `null`, for nullable values
+  g.nodes_[kNullNode].choices = {"null"};
   g.nodes_[kAnyNode].kind = Kind::kAny;
   g.nodes_[kFreeObjectNode].kind = Kind::kObject;
   g.nodes_[kFreeObjectNode].free_keys = true;
@@ -186,14 +299,20 @@ void CallMatcher::CopyFrom(const CallMatcher& o) {
 bool CallMatcher::TextState(uint32_t* key, uint32_t* room) const {
   const Frame& f = stack_[static_cast<size_t>(top_)];
   uint32_t cap = 0;
+  uint32_t reserve = 0;  // bytes kept for the characters minLength still asks for
   if (f.kind == FrameKind::kString && f.phase == 1) {
     cap = g_->limits().max_string_bytes;
+    const CallGrammar::Node& n = g_->nodes()[static_cast<size_t>(f.node)];
+    if (n.pattern) return false;  // which bytes follow depends on the automaton's state
+    if (n.min_chars > f.seen) reserve = n.min_chars - static_cast<uint32_t>(f.seen);
+    const bool far_from_max = n.max_chars == UINT32_MAX || n.max_chars - f.seen >= kTextMargin;
+    if (!far_from_max || (reserve > 0 && (f.count + reserve >= cap || cap - f.count - reserve < kTextMargin))) return false;
   } else if (f.kind == FrameKind::kTop && f.phase == kTopText) {
     cap = g_->limits().max_text_bytes;
   } else {
     return false;
   }
-  *room = f.count >= cap ? 0 : cap - f.count;
+  *room = f.count + reserve >= cap ? 0 : cap - f.count - reserve;
   *key = static_cast<uint32_t>(f.utf8_need) | static_cast<uint32_t>(f.utf8_lo) << 8 |
          static_cast<uint32_t>(f.utf8_hi) << 16 | static_cast<uint32_t>(f.escape_seen) << 24;
   return true;
@@ -265,21 +384,38 @@ bool CallMatcher::Push(const Frame& f) {
   return true;
 }
 
-bool CallMatcher::PushValue(int node) {
+bool CallMatcher::PushValue(int node) { return Push(ValueFrame(node, true)); }
+
+CallMatcher::Frame CallMatcher::ValueFrame(int node, bool allow_null) const {
   const CallGrammar::Node& n = g_->nodes()[static_cast<size_t>(node)];
   Frame f;
   f.node = static_cast<int16_t>(node);
+  if (n.nullable && allow_null) {
+    f.kind = FrameKind::kNullable;
+    return f;
+  }
   switch (n.kind) {
     case CallGrammar::Kind::kString: f.kind = FrameKind::kString; break;
     case CallGrammar::Kind::kEnum: f.kind = FrameKind::kEnum; break;
-    case CallGrammar::Kind::kInteger: f.kind = FrameKind::kNumber; f.integer = true; break;
-    case CallGrammar::Kind::kNumber: f.kind = FrameKind::kNumber; break;
+    case CallGrammar::Kind::kInteger: f.kind = n.ranged ? FrameKind::kRangedNumber : FrameKind::kNumber; f.integer = true; break;
+    case CallGrammar::Kind::kNumber: f.kind = n.ranged ? FrameKind::kRangedNumber : FrameKind::kNumber; break;
+    case CallGrammar::Kind::kLiteral: f.kind = FrameKind::kLiteral; f.hi = static_cast<uint16_t>(n.choices.size()); break;
     case CallGrammar::Kind::kBoolean: f.kind = FrameKind::kBoolean; f.hi = 2; break;
     case CallGrammar::Kind::kArray: f.kind = FrameKind::kArray; break;
     case CallGrammar::Kind::kObject: f.kind = FrameKind::kObject; f.phase = kObjExpectOpen; break;
     case CallGrammar::Kind::kAny: f.kind = FrameKind::kAny; break;
   }
-  return Push(f);
+  return f;
+}
+
+CallMatcher::Step CallMatcher::FeedNullable(Frame& f, int s) {
+  // No value of any type but null starts with 'n' (strings open with <escape>, booleans with t/f).
+  if (s == 'n') {
+    f = ValueFrame(kNullNode, false);
+  } else {
+    f = ValueFrame(f.node, false);
+  }
+  return Step::kRefeed;
 }
 
 bool CallMatcher::NarrowChoice(const std::vector<std::string>& names, Frame& f, uint8_t b) {
@@ -347,6 +483,9 @@ CallMatcher::Step CallMatcher::FeedFrame(Frame& f, int s) {
     case FrameKind::kArray: return FeedArray(f, s);
     case FrameKind::kAny: return FeedAny(f, s);
     case FrameKind::kFreeKey: return FeedFreeKey(f, s);
+    case FrameKind::kRangedNumber: return FeedRangedNumber(f, s);
+    case FrameKind::kLiteral: return FeedLiteral(f, s);
+    case FrameKind::kNullable: return FeedNullable(f, s);
   }
   return Step::kReject;
 }
@@ -494,18 +633,103 @@ CallMatcher::Step CallMatcher::FeedFreeKey(Frame& f, int s) {
 }
 
 CallMatcher::Step CallMatcher::FeedString(Frame& f, int s) {
+  const CallGrammar::Node& n = g_->nodes()[static_cast<size_t>(f.node)];
+  const PatternDfa* dfa = n.pattern.get();
   if (f.phase == 0) {
     if (s != kSymEscape) return Step::kReject;
     f.phase = 1;
+    if (dfa != nullptr) f.lo = dfa->start;
     return Step::kAccept;
   }
-  if (s == kSymEscape) return f.utf8_need == 0 ? Step::kAcceptPop : Step::kReject;
-  if (s >= 256) return Step::kReject;
-  if (!FitsWholeCharacter(f, s, g_->limits().max_string_bytes) || !TextByte(f, static_cast<uint8_t>(s))) {
-    return Step::kReject;
+  if (s == kSymEscape) {
+    const bool complete = f.utf8_need == 0 && f.seen >= n.min_chars && (dfa == nullptr || dfa->accepting[f.lo]);
+    return complete ? Step::kAcceptPop : Step::kReject;
   }
+  if (s >= 256) return Step::kReject;
+  const uint32_t cap = g_->limits().max_string_bytes;
+  const bool new_char = f.utf8_need == 0;
+  const uint64_t chars = f.seen + (new_char ? 1 : 0);
+  if (chars > n.max_chars) return Step::kReject;
+  // Room is kept for the characters minLength still needs, one byte each at least.
+  const uint32_t reserve = n.min_chars > chars ? static_cast<uint32_t>(n.min_chars - chars) : 0;
+  if (reserve > cap || !FitsWholeCharacter(f, s, cap - reserve)) return Step::kReject;
+  uint16_t next = 0;
+  if (dfa != nullptr) {
+    next = dfa->next[f.lo][static_cast<size_t>(s)];
+    if (next == PatternDfa::kDead || f.count + 1 + dfa->to_accept[next] > cap) return Step::kReject;
+  }
+  if (!TextByte(f, static_cast<uint8_t>(s))) return Step::kReject;
   ++f.count;
+  f.seen = chars;
+  if (dfa != nullptr) f.lo = next;
   return Step::kAccept;
+}
+
+CallMatcher::Step CallMatcher::FeedLiteral(Frame& f, int s) {
+  const auto& values = g_->nodes()[static_cast<size_t>(f.node)].choices;
+  // No literal character (digits, '.', '-', '+', letters) can follow a value in its parent.
+  if (s < 256 && NarrowChoice(values, f, static_cast<uint8_t>(s))) return Step::kAccept;
+  if (f.lo < f.hi && values[f.lo].size() == f.depth) return Step::kPopAndRefeed;
+  return Step::kReject;
+}
+
+CallMatcher::Step CallMatcher::FeedRangedNumber(Frame& f, int s) {
+  // f.lo: negative; f.seen: the digits as an integer; f.hi: digits; f.depth: digits after the point.
+  const CallGrammar::Node& n = g_->nodes()[static_cast<size_t>(f.node)];
+  const int total = f.integer ? kRangedIntegerDigits : kRangedNumberDigits;
+  const bool neg = f.lo != 0;
+  const bool digit = IsDigit(s);
+  const uint64_t d = digit ? static_cast<uint64_t>(s - '0') : 0;
+  switch (f.phase) {
+    case kNumStart:
+      if (s == '-') {
+        if (n.lo >= 0) return Step::kReject;  // "-0" only where negatives are allowed anyway
+        for (uint64_t first = 0; first < 10; ++first) {
+          if (RangeReachable(n, true, first, 1, 0, false)) {
+            f.lo = 1;
+            f.phase = kNumSign;
+            return Step::kAccept;
+          }
+        }
+        return Step::kReject;
+      }
+      [[fallthrough]];
+    case kNumSign:
+      if (!digit || !RangeReachable(n, neg, d, 1, 0, false)) return Step::kReject;
+      f.seen = d;
+      f.hi = 1;
+      f.phase = d == 0 ? kNumZero : kNumInt;
+      return Step::kAccept;
+    case kNumZero:
+    case kNumInt:
+      if (digit) {
+        if (f.phase == kNumZero || f.hi >= total || !RangeReachable(n, neg, f.seen * 10 + d, f.hi + 1, 0, false)) return Step::kReject;
+        f.seen = f.seen * 10 + d;
+        ++f.hi;
+        return Step::kAccept;
+      }
+      if (s == '.' && !f.integer) {
+        if (!RangeReachable(n, neg, f.seen, f.hi, 0, true)) return Step::kReject;
+        f.phase = kNumFrac0;
+        return Step::kAccept;
+      }
+      return RangedValueOk(n, neg, f.seen, 0) ? Step::kPopAndRefeed : Step::kReject;
+    case kNumFrac0:
+    case kNumFrac:
+      if (digit) {
+        if (f.depth >= kFracDigits || f.hi >= total || !RangeReachable(n, neg, f.seen * 10 + d, f.hi + 1, f.depth + 1, true))
+          return Step::kReject;
+        f.seen = f.seen * 10 + d;
+        ++f.hi;
+        ++f.depth;
+        f.phase = kNumFrac;
+        return Step::kAccept;
+      }
+      if (f.phase == kNumFrac0) return Step::kReject;
+      return RangedValueOk(n, neg, f.seen, f.depth) ? Step::kPopAndRefeed : Step::kReject;
+    default:
+      return Step::kReject;
+  }
 }
 
 CallMatcher::Step CallMatcher::FeedEnum(Frame& f, int s) {
@@ -573,20 +797,24 @@ CallMatcher::Step CallMatcher::FeedBoolean(Frame& f, int s) {
 }
 
 CallMatcher::Step CallMatcher::FeedArray(Frame& f, int s) {
-  const int item = g_->nodes()[static_cast<size_t>(f.node)].children[0];
+  const CallGrammar::Node& n = g_->nodes()[static_cast<size_t>(f.node)];
+  const int item = n.children[0];
+  // The grammar's cap, raised to minItems, lowered to maxItems.
+  const uint32_t most = std::min(n.max_items, std::max(g_->limits().max_array_items, n.min_items));
   switch (f.phase) {
     case 0:
       if (s != '[') return Step::kReject;
       f.phase = 1;
       return Step::kAccept;
     case 1:
-      if (s == ']') return Step::kAcceptPop;
+      if (s == ']') return n.min_items == 0 ? Step::kAcceptPop : Step::kReject;
+      if (most == 0) return Step::kReject;
       f.phase = 2;
       f.count = 1;
       return PushValue(item) ? Step::kRefeed : Step::kReject;
     case 2:
-      if (s == ']') return Step::kAcceptPop;
-      if (s == ',' && f.count < g_->limits().max_array_items) {
+      if (s == ']') return f.count >= n.min_items ? Step::kAcceptPop : Step::kReject;
+      if (s == ',' && f.count < most) {
         ++f.count;
         return PushValue(item) ? Step::kAccept : Step::kReject;
       }

@@ -5,7 +5,12 @@
 //   call  := START_FUNCTION_CALL "call:" NAME "{" args "}" END_FUNCTION_CALL
 //   args  := "" | KEY ":" value ("," KEY ":" value)*   (declared keys, each once, required ones all)
 //   value := ESCAPE utf8-text ESCAPE | ESCAPE enum-value ESCAPE | integer | number | true | false
-//          | "[" (value ("," value)*)? "]" | "{" args "}"
+//          | literal (a numeric or boolean enum value) | "[" (value ("," value)*)? "]" | "{" args "}"
+//
+// The schema's keywords narrow each value while it is written (docs/tool-schemas.md): enums of any
+// scalar, numeric ranges and multipleOf (a ranged number keeps its value prefix and admits a digit
+// only if some completion lands in range, on the step), string lengths in characters, `pattern`
+// (a byte automaton), and array item counts.
 //
 // Symbols are bytes (0-255) of the decoded text plus the control tokens (kSym*). Every construct
 // has a bound (string bytes, number characters, array items, calls, text bytes), so every path
@@ -23,6 +28,8 @@
 #include <vector>
 
 #include "chat/request.h"
+#include "chat/schema_number.h"
+#include "chat/schema_pattern.h"
 #include "util/status.h"
 
 namespace fgemma {
@@ -66,9 +73,21 @@ class CallGrammar {
   static Result<CallGrammar> Compile(const std::vector<Tool>& tools, const ToolChoice& choice,
                                      const GrammarLimits& limits = {});
 
-  enum class Kind : uint8_t { kString, kEnum, kInteger, kNumber, kBoolean, kArray, kObject, kAny };
+  // kLiteral: unquoted values from a list (numeric and boolean enums), in `choices`.
+  enum class Kind : uint8_t { kString, kEnum, kInteger, kNumber, kBoolean, kArray, kObject, kAny, kLiteral };
   struct Node {
     Kind kind = Kind::kAny;
+    // kInteger / kNumber with bounds or a step: values in [lo, hi] (units of 1e-15) on multiples of
+    // `step`, written without an exponent in at most 18 (integer) or 15 (number) digits.
+    bool ranged = false;
+    SchemaUnits lo = -kUnitsClamp, hi = kUnitsClamp, step = 1;
+    // kString: length bounds in characters, and the pattern automaton (null: none).
+    uint32_t min_chars = 0, max_chars = UINT32_MAX;
+    std::shared_ptr<const PatternDfa> pattern;
+    // Also admits `null` (the schema's nullable, or a type list / anyOf with "null").
+    bool nullable = false;
+    // kArray: item counts (the grammar's cap applies below max_items).
+    uint32_t min_items = 0, max_items = UINT32_MAX;
     std::vector<std::string> choices;  // kEnum: values; kObject: property names; both sorted bytewise
     std::vector<std::string> listed;   // kEnum: the values in the schema's order (drafts guess lists by it)
     std::vector<int> children;         // kObject: node per sorted property; kArray: {item} (-1: any)
@@ -131,9 +150,12 @@ class CallMatcher {
   bool is_text() const { return text_; }
 
   static constexpr int kMaxDepth = 16;
+  // TextState reports a length-bounded string as free text only while this many bytes and
+  // characters remain on either side of its bounds (no vocabulary token is longer).
+  static constexpr uint32_t kTextMargin = 64;
 
  private:
-  enum class FrameKind : uint8_t { kTop, kObject, kString, kEnum, kNumber, kBoolean, kArray, kAny, kFreeKey };
+  enum class FrameKind : uint8_t { kTop, kObject, kString, kEnum, kNumber, kBoolean, kArray, kAny, kFreeKey, kRangedNumber, kLiteral, kNullable };
   struct Frame {
     FrameKind kind = FrameKind::kTop;
     uint8_t phase = 0;
@@ -146,7 +168,9 @@ class CallMatcher {
     uint16_t lo = 0, hi = 0;    // choice matching: candidate range in a sorted list
     uint16_t depth = 0;         // choice matching: bytes matched so far
     uint32_t count = 0;         // string bytes / number chars / array items / free keys
-    uint64_t seen = 0;          // object: properties emitted
+    uint64_t seen = 0;          // object: properties emitted; string: characters; ranged number: digits as an integer
+    // Ranged numbers also use lo (1: negative), hi (digits written) and depth (fractional digits);
+    // a string with a pattern keeps its automaton state in lo.
   };
   // kAcceptPop: consumed, and the frame is complete. kPopAndRefeed: the frame ended just before
   // this symbol (a number or boolean has no closing mark). kRefeed: the frame changed shape or
@@ -163,7 +187,12 @@ class CallMatcher {
   Step FeedArray(Frame& f, int symbol);
   Step FeedAny(Frame& f, int symbol);
   Step FeedFreeKey(Frame& f, int symbol);
+  Step FeedRangedNumber(Frame& f, int symbol);
+  Step FeedLiteral(Frame& f, int symbol);
+  Step FeedNullable(Frame& f, int symbol);
   bool PushValue(int node);
+  // The frame of a value of `node` (with allow_null, one that first decides between null and it).
+  Frame ValueFrame(int node, bool allow_null) const;
   bool Push(const Frame& f);
   // Narrows [lo, hi) of `names` to those whose byte `depth` is `b`.
   static bool NarrowChoice(const std::vector<std::string>& names, Frame& f, uint8_t b);

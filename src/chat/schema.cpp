@@ -1,22 +1,37 @@
 #include "chat/schema.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "chat/call_format.h"
+#include "chat/schema_number.h"
 
 namespace fgemma {
 namespace {
 
 constexpr int kMaxDepth = kMaxSchemaDepth;
 
-Result<SchemaType> ParseType(const OrderedJson& json, const std::string& path) {
+// One type name, or a type list of one name and optionally "null" (which sets `*nullable`).
+Result<SchemaType> ParseType(const OrderedJson& json, const std::string& path, bool* nullable) {
   const auto it = json.find("type");
   if (it == json.end()) return InvalidArgument(path + ".type: missing");
-  if (!it->is_string()) {
-    return InvalidArgument(path + ".type: must be a string, got " + JsonKindName(*it) +
-                           (it->is_array() ? " (type unions are not supported)" : ""));
+  const OrderedJson* name = &*it;
+  if (it->is_array()) {
+    const OrderedJson* other = nullptr;
+    for (const auto& t : *it) {
+      if (t.is_string() && t.get<std::string>() == "null") {
+        *nullable = true;
+      } else if (other == nullptr) {
+        other = &t;
+      } else {
+        return Unsupported(path + ".type: type lists other than [T] and [T, \"null\"] are not supported");
+      }
+    }
+    if (other == nullptr) return Unsupported(path + ".type: a value that can only be null is not supported");
+    name = other;
   }
-  std::string lower = it->get<std::string>();
+  if (!name->is_string()) return InvalidArgument(path + ".type: must be a string, got " + JsonKindName(*name));
+  std::string lower = name->get<std::string>();
   for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
   if (lower == "string") return SchemaType::kString;
   if (lower == "integer") return SchemaType::kInteger;
@@ -24,7 +39,7 @@ Result<SchemaType> ParseType(const OrderedJson& json, const std::string& path) {
   if (lower == "boolean") return SchemaType::kBoolean;
   if (lower == "array") return SchemaType::kArray;
   if (lower == "object") return SchemaType::kObject;
-  return InvalidArgument(path + ".type: unsupported type '" + it->get<std::string>() + "'");
+  return InvalidArgument(path + ".type: unsupported type '" + name->get<std::string>() + "'");
 }
 
 bool MatchesScalarType(SchemaType type, const Json& v) {
@@ -50,12 +65,22 @@ Status CountNodes(size_t n, const std::string& path, size_t* nodes) {
   return Status::Ok();
 }
 
+// `enum`, or `const` (an enum of one value).
 Status ParseEnum(const OrderedJson& json, const std::string& path, size_t* nodes, Schema* s) {
-  const auto it = json.find("enum");
+  const bool is_const = json.contains("const");
+  if (is_const && json.contains("enum")) return Unsupported(path + ".const: const beside enum is not supported; use one");
+  const auto it = json.find(is_const ? "const" : "enum");
   if (it == json.end()) return Status::Ok();
-  const std::string field = path + ".enum";
+  const std::string field = path + (is_const ? ".const" : ".enum");
   if (s->type == SchemaType::kArray || s->type == SchemaType::kObject)
-    return InvalidArgument(field + ": enum is only supported for string, integer, number and boolean");
+    return InvalidArgument(field + ": " + (is_const ? "const" : "enum") + " is only supported for string, integer, number and boolean");
+  if (is_const) {
+    FGEMMA_RETURN_IF_ERROR(CountNodes(1, field, nodes));
+    Json v(*it);
+    if (!MatchesScalarType(s->type, v)) return InvalidArgument(field + ": expected " + SchemaTypeName(s->type) + ", got " + JsonKindName(v));
+    s->enum_values.push_back(std::move(v));
+    return Status::Ok();
+  }
   if (!it->is_array() || it->empty()) return InvalidArgument(field + ": must be a non-empty array");
   FGEMMA_RETURN_IF_ERROR(CountNodes(it->size(), field, nodes));  // counted before any is copied
   for (size_t i = 0; i < it->size(); ++i) {
@@ -69,15 +94,208 @@ Status ParseEnum(const OrderedJson& json, const std::string& path, size_t* nodes
 
 Status ParseObjectMembers(const OrderedJson& json, const std::string& path, int depth, size_t* nodes, Schema* s);
 
+// Keywords read and not applied: documentation for people and tools.
+bool IsAnnotation(std::string_view key) {
+  static constexpr std::string_view kAnnotations[] = {"title", "default", "example", "examples", "$comment", "$schema",
+                                                      "$id", "deprecated", "readOnly", "writeOnly", "propertyOrdering"};
+  return key.starts_with("x-") || std::find(std::begin(kAnnotations), std::end(kAnnotations), key) != std::end(kAnnotations);
+}
+
+// The type a type-specific keyword belongs to ("" for keywords of every type, "?" for unknown ones).
+std::string_view KeywordType(std::string_view key) {
+  for (std::string_view k : {"type", "description", "nullable", "enum", "const", "format"}) {
+    if (key == k) return "";
+  }
+  for (std::string_view k : {"minLength", "maxLength", "pattern"}) {
+    if (key == k) return "string";
+  }
+  for (std::string_view k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}) {
+    if (key == k) return "number";
+  }
+  for (std::string_view k : {"items", "minItems", "maxItems", "uniqueItems"}) {
+    if (key == k) return "array";
+  }
+  for (std::string_view k : {"properties", "required", "additionalProperties"}) {
+    if (key == k) return "object";
+  }
+  return "?";
+}
+
+// Every key is a keyword this engine applies to the schema's type, or an annotation.
+Status CheckKeywords(const OrderedJson& json, const std::string& path, SchemaType type) {
+  for (const auto& [key, value] : json.items()) {
+    if (IsAnnotation(key)) continue;
+    const std::string_view owner = KeywordType(key);
+    const std::string field = FieldPath(path, key);
+    if (owner == "?") {
+      return Unsupported(field + ": keyword '" + key + "' is not supported (the keywords a tool may use are listed in docs/tool-schemas.md)");
+    }
+    const bool numeric = type == SchemaType::kInteger || type == SchemaType::kNumber;
+    if (!owner.empty() && !(owner == "number" ? numeric : owner == SchemaTypeName(type))) {
+      return InvalidArgument(field + ": only " + (owner == "number" ? "integers and numbers" : std::string(owner) + "s") + " have " +
+                             key + " (type is " + SchemaTypeName(type) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<uint32_t> Count(const OrderedJson& json, const char* key, const std::string& path) {
+  const auto& v = json[key];
+  const std::string field = FieldPath(path, key);
+  if (!v.is_number_integer() && !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()))
+    return InvalidArgument(field + ": must be a non-negative integer, got " + JsonKindName(v));
+  const double d = v.get<double>();
+  if (d < 0 || d > 1e6) return InvalidArgument(field + ": must be between 0 and 1000000");
+  return static_cast<uint32_t>(d);
+}
+
+// minimum / maximum with their exclusive forms (JSON Schema's number or OpenAPI 3.0's boolean),
+// multipleOf, and format int32.
+Status ParseNumberKeywords(const OrderedJson& json, const std::string& path, Schema* s) {
+  auto bound = [&](const char* key, const char* exclusive_key, std::optional<NumberBound>* out) -> Status {
+    if (auto it = json.find(key); it != json.end()) {
+      if (!it->is_number()) return InvalidArgument(FieldPath(path, key) + ": must be a number, got " + JsonKindName(*it));
+      *out = NumberBound{DecimalText(Json(*it)), false};
+    }
+    if (auto it = json.find(exclusive_key); it != json.end()) {
+      const std::string field = FieldPath(path, exclusive_key);
+      if (it->is_boolean()) {
+        if (!out->has_value()) return InvalidArgument(field + ": a boolean " + exclusive_key + " needs " + key + " beside it");
+        (*out)->exclusive = it->get<bool>();
+      } else if (it->is_number()) {
+        const NumberBound ex{DecimalText(Json(*it)), true};
+        // Both given: the tighter one holds.
+        const int cmp = out->has_value() ? CompareDecimal(ex.decimal, (*out)->decimal) : 0;
+        const bool lower = std::string_view(key) == "minimum";
+        if (!out->has_value() || (lower ? cmp >= 0 : cmp <= 0)) *out = ex;
+      } else {
+        return InvalidArgument(field + ": must be a number or a boolean, got " + JsonKindName(*it));
+      }
+    }
+    return Status::Ok();
+  };
+  FGEMMA_RETURN_IF_ERROR(bound("minimum", "exclusiveMinimum", &s->minimum));
+  FGEMMA_RETURN_IF_ERROR(bound("maximum", "exclusiveMaximum", &s->maximum));
+  if (auto it = json.find("multipleOf"); it != json.end()) {
+    const std::string field = FieldPath(path, "multipleOf");
+    if (!it->is_number() || !(it->get<double>() > 0)) return InvalidArgument(field + ": must be a number above 0");
+    s->multiple_of = DecimalText(Json(*it));
+    bool exact = false;
+    const SchemaUnits units = DecimalToUnits(s->multiple_of, Rounding::kFloor, &exact);
+    if (!exact || units <= 0 || units >= kUnitsClamp)
+      return Unsupported(field + ": multipleOf " + s->multiple_of + " is not supported (it must be at least 1e-15, with at most 15 decimals)");
+  }
+  if (s->minimum && s->maximum) {
+    const int cmp = CompareDecimal(s->minimum->decimal, s->maximum->decimal);
+    if (cmp > 0 || (cmp == 0 && (s->minimum->exclusive || s->maximum->exclusive)))
+      return InvalidArgument(path + ": no number is within minimum " + s->minimum->decimal + " and maximum " + s->maximum->decimal);
+  }
+  return Status::Ok();
+}
+
+Status ParseStringKeywords(const OrderedJson& json, const std::string& path, Schema* s) {
+  if (json.contains("minLength")) {
+    FGEMMA_TRY(s->min_length, Count(json, "minLength", path));
+  }
+  if (json.contains("maxLength")) {
+    FGEMMA_TRY(s->max_length, Count(json, "maxLength", path));
+  }
+  if (s->max_length && *s->max_length < s->min_length)
+    return InvalidArgument(FieldPath(path, "maxLength") + ": below minLength");
+  if (auto it = json.find("pattern"); it != json.end()) {
+    const std::string field = FieldPath(path, "pattern");
+    if (!it->is_string()) return InvalidArgument(field + ": must be a string, got " + JsonKindName(*it));
+    FGEMMA_TRY(s->pattern, CompilePattern(it->get<std::string>(), field));
+    s->pattern_keyword = "pattern";
+  }
+  return Status::Ok();
+}
+
+// `format`: for strings the checked formats (an automaton like a pattern) and Gemini's "enum"
+// annotation; for integers int32 (a range) and int64 (what the grammar writes anyway); for numbers
+// float and double (any number). Any other format is refused rather than ignored.
+Status ParseFormat(const OrderedJson& json, const std::string& path, Schema* s) {
+  auto it = json.find("format");
+  if (it == json.end()) return Status::Ok();
+  const std::string field = FieldPath(path, "format");
+  if (!it->is_string()) return InvalidArgument(field + ": must be a string, got " + JsonKindName(*it));
+  const std::string format = it->get<std::string>();
+  if (s->type == SchemaType::kString) {
+    if (format == "enum") return Status::Ok();
+    const std::string_view pattern = FormatPattern(format);
+    if (!pattern.empty()) {
+      if (s->pattern) return Unsupported(field + ": format '" + format + "' together with pattern is not supported; use one");
+      FGEMMA_TRY(s->pattern, CompilePattern(pattern, field));
+      s->pattern_keyword = "format " + format;
+      return Status::Ok();
+    }
+  } else if (s->type == SchemaType::kInteger) {
+    if (format == "int64") return Status::Ok();
+    if (format == "int32") {
+      if (!s->minimum || CompareDecimal(s->minimum->decimal, "-2147483648") < 0) s->minimum = NumberBound{"-2147483648", false};
+      if (!s->maximum || CompareDecimal(s->maximum->decimal, "2147483647") > 0) s->maximum = NumberBound{"2147483647", false};
+      return Status::Ok();
+    }
+  } else if (s->type == SchemaType::kNumber) {
+    if (format == "float" || format == "double") return Status::Ok();
+  }
+  return Unsupported(field + ": format '" + format + "' is not supported for " + SchemaTypeName(s->type) +
+                     " (see docs/tool-schemas.md for the formats checked)");
+}
+
+std::vector<std::string> Violations(const Schema& s, const Json& v, const std::string& path);
+
+Result<Schema> Parse(const OrderedJson& json, const std::string& path, int depth, size_t* nodes);
+
+bool IsNullSchema(const OrderedJson& j) {
+  if (!j.is_object() || !j.contains("type") || j["type"] != "null") return false;
+  for (const auto& [key, value] : j.items()) {
+    if (key != "type" && key != "description" && !IsAnnotation(key)) return false;
+  }
+  return true;
+}
+
+// anyOf: [S] or [S, {"type":"null"}] (in either order) is S, nullable in the second form; beside
+// it only annotations and a description. Other unions are refused naming anyOf.
+Result<Schema> ParseNullableAnyOf(const OrderedJson& json, const OrderedJson& any_of, const std::string& path, int depth, size_t* nodes) {
+  const std::string field = FieldPath(path, "anyOf");
+  for (const auto& [key, value] : json.items()) {
+    if (key != "anyOf" && key != "description" && !IsAnnotation(key))
+      return Unsupported(FieldPath(path, key) + ": keywords beside anyOf are not supported (only a description)");
+  }
+  if (!any_of.is_array() || any_of.empty()) return InvalidArgument(field + ": must be a non-empty array");
+  const OrderedJson* body = nullptr;
+  size_t body_index = 0;
+  bool nullable = false;
+  for (size_t i = 0; i < any_of.size(); ++i) {
+    if (IsNullSchema(any_of[i])) {
+      nullable = true;
+    } else if (body == nullptr) {
+      body = &any_of[i];
+      body_index = i;
+    } else {
+      return Unsupported(field + ": anyOf is supported only as [S] or [S, {\"type\":\"null\"}]");
+    }
+  }
+  if (body == nullptr) return Unsupported(field + ": a value that can only be null is not supported");
+  FGEMMA_TRY(Schema s, Parse(*body, FieldPath(field, body_index), depth + 1, nodes));
+  s.nullable = s.nullable || nullable;
+  if (auto it = json.find("description"); it != json.end() && it->is_string() && s.description.empty()) s.description = it->get<std::string>();
+  return s;
+}
+
 Result<Schema> Parse(const OrderedJson& json, const std::string& path, int depth, size_t* nodes) {
   if (depth > kMaxDepth) return InvalidArgument(path + ": schema nested deeper than " + std::to_string(kMaxDepth) + " levels");
   FGEMMA_RETURN_IF_ERROR(CountNodes(1, path, nodes));
   if (!json.is_object()) return InvalidArgument(path + ": must be an object, got " + JsonKindName(json));
-  for (const char* key : {"anyOf", "oneOf", "allOf", "not", "$ref"}) {
+  if (auto it = json.find("anyOf"); it != json.end()) return ParseNullableAnyOf(json, *it, path, depth, nodes);
+  for (const char* key : {"oneOf", "allOf", "not", "$ref"}) {
     if (json.contains(key)) return Unsupported(FieldPath(path, key) + ": schema composition is not supported");
   }
   Schema s;
-  FGEMMA_TRY(s.type, ParseType(json, path));
+  bool listed_null = false;
+  FGEMMA_TRY(s.type, ParseType(json, path, &listed_null));
+  FGEMMA_RETURN_IF_ERROR(CheckKeywords(json, path, s.type));
   if (auto it = json.find("description"); it != json.end()) {
     if (!it->is_string()) return InvalidArgument(path + ".description: must be a string, got " + JsonKindName(*it));
     s.description = it->get<std::string>();
@@ -86,22 +304,39 @@ Result<Schema> Parse(const OrderedJson& json, const std::string& path, int depth
     if (!it->is_boolean()) return InvalidArgument(path + ".nullable: must be a boolean, got " + JsonKindName(*it));
     s.nullable = it->get<bool>();
   }
+  s.nullable = s.nullable || listed_null;
   FGEMMA_RETURN_IF_ERROR(ParseEnum(json, path, nodes, &s));
+  if (s.type == SchemaType::kInteger || s.type == SchemaType::kNumber) FGEMMA_RETURN_IF_ERROR(ParseNumberKeywords(json, path, &s));
+  if (s.type == SchemaType::kString) FGEMMA_RETURN_IF_ERROR(ParseStringKeywords(json, path, &s));
+  FGEMMA_RETURN_IF_ERROR(ParseFormat(json, path, &s));
+  if (s.pattern && (s.min_length > 0 || s.max_length)) {
+    return Unsupported(FieldPath(path, s.min_length > 0 ? "minLength" : "maxLength") + ": a length bound together with " +
+                       s.pattern_keyword + " is not supported; write the length into the pattern ({n,m})");
+  }
   if (s.type == SchemaType::kArray) {
     if (auto it = json.find("items"); it != json.end()) {
       FGEMMA_TRY(Schema items, Parse(*it, path + ".items", depth + 1, nodes));
       s.items = std::make_shared<const Schema>(std::move(items));
     }
-  } else if (json.contains("items")) {
-    return InvalidArgument(path + ".items: only arrays have items (type is " + SchemaTypeName(s.type) + ")");
-  }
-  if (s.type == SchemaType::kObject) {
-    FGEMMA_RETURN_IF_ERROR(ParseObjectMembers(json, path, depth, nodes, &s));
-  } else {
-    for (const char* key : {"properties", "required"}) {
-      if (json.contains(key))
-        return InvalidArgument(FieldPath(path, key) + ": only objects have " + key + " (type is " + SchemaTypeName(s.type) + ")");
+    if (json.contains("minItems")) {
+      FGEMMA_TRY(s.min_items, Count(json, "minItems", path));
     }
+    if (json.contains("maxItems")) {
+      FGEMMA_TRY(s.max_items, Count(json, "maxItems", path));
+    }
+    if (s.max_items && *s.max_items < s.min_items) return InvalidArgument(FieldPath(path, "maxItems") + ": below minItems");
+    if (auto it = json.find("uniqueItems"); it != json.end()) {
+      if (!it->is_boolean()) return InvalidArgument(FieldPath(path, "uniqueItems") + ": must be a boolean");
+      if (it->get<bool>()) return Unsupported(FieldPath(path, "uniqueItems") + ": uniqueItems true is not supported");
+    }
+  }
+  if (s.type == SchemaType::kObject) FGEMMA_RETURN_IF_ERROR(ParseObjectMembers(json, path, depth, nodes, &s));
+  // An enum (or const) value the other keywords refuse could never be valid: say so now.
+  for (size_t i = 0; i < s.enum_values.size(); ++i) {
+    Schema plain = s;
+    plain.enum_values.clear();
+    const auto errors = Violations(plain, s.enum_values[i], json.contains("const") ? path + ".const" : FieldPath(path + ".enum", i));
+    if (!errors.empty()) return InvalidArgument(errors[0] + " (an enum value the schema's other keywords refuse)");
   }
   return s;
 }
@@ -153,6 +388,42 @@ std::string EnumList(const std::vector<Json>& values) {
   return out;
 }
 
+void CheckNumber(const Schema& s, const Json& v, const std::string& path, std::vector<std::string>* errors) {
+  const std::string text = DecimalText(v);
+  if (s.minimum) {
+    const int cmp = CompareDecimal(text, s.minimum->decimal);
+    if (cmp < 0 || (cmp == 0 && s.minimum->exclusive))
+      errors->push_back(path + ": " + text + " is below the " + (s.minimum->exclusive ? "exclusive " : "") + "minimum " + s.minimum->decimal);
+  }
+  if (s.maximum) {
+    const int cmp = CompareDecimal(text, s.maximum->decimal);
+    if (cmp > 0 || (cmp == 0 && s.maximum->exclusive))
+      errors->push_back(path + ": " + text + " is above the " + (s.maximum->exclusive ? "exclusive " : "") + "maximum " + s.maximum->decimal);
+  }
+  if (!s.multiple_of.empty()) {
+    bool exact = false;
+    const SchemaUnits value = DecimalToUnits(text, Rounding::kFloor, &exact);
+    const SchemaUnits step = DecimalToUnits(s.multiple_of, Rounding::kFloor);
+    bool multiple = exact && value % step == 0;
+    if (value == kUnitsClamp || value == -kUnitsClamp) {  // beyond exact units: as doubles
+      const double q = v.get<double>() / std::stod(s.multiple_of);
+      multiple = std::isfinite(q) && std::floor(q) == q;
+    }
+    if (!multiple) errors->push_back(path + ": " + text + " is not a multiple of " + s.multiple_of);
+  }
+}
+
+void CheckString(const Schema& s, const std::string& text, const std::string& path, std::vector<std::string>* errors) {
+  if (s.min_length > 0 || s.max_length) {
+    const size_t chars = static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<uint8_t>(c) & 0xC0) != 0x80; }));
+    if (chars < s.min_length)
+      errors->push_back(path + ": " + std::to_string(chars) + " characters, fewer than minLength " + std::to_string(s.min_length));
+    if (s.max_length && chars > *s.max_length)
+      errors->push_back(path + ": " + std::to_string(chars) + " characters, more than maxLength " + std::to_string(*s.max_length));
+  }
+  if (s.pattern && !s.pattern->Matches(text)) errors->push_back(path + ": " + JsonText(Json(text)) + " does not match its " + s.pattern_keyword);
+}
+
 void Validate(const Schema& s, const Json& v, const std::string& path, int depth, std::vector<std::string>* errors) {
   if (depth > kMaxDepth) {
     errors->push_back(path + ": nested deeper than " + std::to_string(kMaxDepth) + " levels");
@@ -167,6 +438,13 @@ void Validate(const Schema& s, const Json& v, const std::string& path, int depth
     bool found = false;
     for (const auto& e : s.enum_values) found = found || e == v;
     if (!found) errors->push_back(path + ": " + JsonText(v) + " is not one of " + EnumList(s.enum_values));
+  }
+  if (s.type == SchemaType::kInteger || s.type == SchemaType::kNumber) CheckNumber(s, v, path, errors);
+  if (s.type == SchemaType::kString) CheckString(s, v.get_ref<const std::string&>(), path, errors);
+  if (s.type == SchemaType::kArray) {
+    if (v.size() < s.min_items) errors->push_back(path + ": " + std::to_string(v.size()) + " items, fewer than minItems " + std::to_string(s.min_items));
+    if (s.max_items && v.size() > *s.max_items)
+      errors->push_back(path + ": " + std::to_string(v.size()) + " items, more than maxItems " + std::to_string(*s.max_items));
   }
   if (s.type == SchemaType::kArray && s.items) {
     for (size_t i = 0; i < v.size(); ++i) Validate(*s.items, v[i], FieldPath(path, i), depth + 1, errors);
@@ -183,6 +461,12 @@ void Validate(const Schema& s, const Json& v, const std::string& path, int depth
       }
     }
   }
+}
+
+std::vector<std::string> Violations(const Schema& s, const Json& v, const std::string& path) {
+  std::vector<std::string> errors;
+  Validate(s, v, path, 0, &errors);
+  return errors;
 }
 
 }  // namespace

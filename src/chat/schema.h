@@ -1,15 +1,20 @@
 // The subset of JSON Schema that FunctionGemma tool declarations use, parsed with validation, and
-// the validator for call arguments. Types are string (optionally with enum), integer, number,
-// boolean, array (with optional `items`) and object (with optional `properties` / `required`).
+// the validator for call arguments. Types are string, integer, number, boolean, array and object,
+// with the keywords listed in docs/tool-schemas.md: each is enforced while decoding (the call
+// grammar), checked after it (ValidateArguments), or refused here naming the keyword. No keyword is
+// accepted and ignored, except the annotations the table lists (title, default, examples, ...).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "chat/chat_json.h"
+#include "chat/schema_pattern.h"
 #include "util/json.h"
 #include "util/status.h"
 
@@ -27,6 +32,12 @@ const char* SchemaTypeName(SchemaType type);
 
 struct SchemaProperty;
 
+// A numeric bound as written: the shortest decimal text of its JSON number.
+struct NumberBound {
+  std::string decimal;
+  bool exclusive = false;
+};
+
 struct Schema {
   SchemaType type = SchemaType::kObject;
   std::string description;
@@ -37,6 +48,19 @@ struct Schema {
   std::vector<std::string> required;
   bool has_properties = false;           // objects: false means free-form (any members)
   bool additional_properties = false;    // objects: undeclared members allowed (`additionalProperties`)
+  // integer / number: `minimum`, `maximum` (`exclusiveMinimum` / `exclusiveMaximum` as a number or,
+  // OpenAPI 3.0, a boolean beside them; `format` int32 adds its range), `multipleOf` (decimal text).
+  std::optional<NumberBound> minimum, maximum;
+  std::string multiple_of;
+  // strings: `minLength` / `maxLength` in characters (code points), and the automaton of `pattern`
+  // (or of a checked `format`), with the keyword it came from for messages.
+  uint32_t min_length = 0;
+  std::optional<uint32_t> max_length;
+  std::shared_ptr<const PatternDfa> pattern;
+  std::string pattern_keyword;
+  // arrays: `minItems` / `maxItems`.
+  uint32_t min_items = 0;
+  std::optional<uint32_t> max_items;
 
   const Schema* FindProperty(std::string_view name) const;
 };
@@ -54,8 +78,9 @@ bool IsTemplateReservedName(std::string_view name);
 // "tools[2].function.parameters.properties.room.type: unsupported type 'null'". Type names are
 // matched case-insensitively ("STRING" appears in Google's examples). Property names that the
 // template would silently drop (description, type, properties, required, nullable) and names the
-// call syntax cannot carry are rejected. Unknown annotation keys (title, default, format, ...) are
-// ignored; composition keywords (anyOf, oneOf, allOf, not, $ref) are rejected.
+// call syntax cannot carry are rejected. Every keyword is either used or refused with an error
+// naming it ("...properties.zip.oneOf: keyword 'oneOf' is not supported"); annotations (title,
+// default, examples, $comment, deprecated, x-...) are the only keys read and not applied.
 Result<Schema> ParseSchema(const OrderedJson& json, const std::string& path);
 
 // Checks `value` against `schema`; returns one message per violation (empty: valid), each naming

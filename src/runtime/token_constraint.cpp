@@ -53,6 +53,9 @@ Result<ConstraintVocab> ConstraintVocab::Build(const Tokenizer& tok) {
     v.need_[static_cast<size_t>(id)] = static_cast<uint16_t>(std::min<size_t>(need, 65535));
     v.max_need_ = std::max(v.max_need_, need);
   }
+  if (v.max_need_ > CallMatcher::kTextMargin)  // CallMatcher::TextState relies on it near length bounds
+    return Unsupported("tokenizer has a token of " + std::to_string(v.max_need_) + " bytes; constrained decoding supports up to " +
+                       std::to_string(CallMatcher::kTextMargin));
   v.by_need_ = v.order_;
   std::stable_sort(v.by_need_.begin(), v.by_need_.end(),
                    [&](int32_t a, int32_t b) { return v.need_[static_cast<size_t>(a)] > v.need_[static_cast<size_t>(b)]; });

@@ -32,8 +32,8 @@ size_t ChatStream::ContentEnd(bool final) const {
 }
 
 void ChatStream::AppendCallDeltas(size_t index, const std::string& name, const std::string& arguments,
-                                  std::vector<Json>* deltas) {
-  Json head = ToolCallJson(meta_, index, name, "");
+                                  const std::vector<std::string>& errors, std::vector<Json>* deltas) {
+  Json head = ToolCallJson(meta_, index, name, "", errors);  // a broken call says so in its first delta
   head["index"] = index;
   deltas->push_back({{"tool_calls", Json::array({std::move(head)})}});
   deltas->push_back({{"tool_calls", Json::array({{{"index", index}, {"function", {{"arguments", arguments}}}}})}});
@@ -58,7 +58,7 @@ Status ChatStream::Push(int32_t id, std::vector<Json>* deltas) {
     // as the final parse of the whole output will.
     const ParsedOutput parsed = ParseModelOutput(text_, tools_);
     for (size_t i = calls_sent_; i < parsed.calls.size(); ++i)
-      AppendCallDeltas(i, parsed.calls[i].name, DumpJson(parsed.calls[i].arguments), deltas);
+      AppendCallDeltas(i, parsed.calls[i].name, DumpJson(parsed.calls[i].arguments), parsed.calls[i].errors, deltas);
     calls_sent_ = std::max(calls_sent_, parsed.calls.size());
   }
   return Status::Ok();
@@ -78,8 +78,8 @@ std::vector<Json> ChatStream::Complete(const Json& message) {
   if (message.contains("tool_calls")) {
     const Json& calls = message["tool_calls"];
     for (size_t i = calls_sent_; i < calls.size(); ++i)
-      AppendCallDeltas(i, calls[i]["function"]["name"].get<std::string>(),
-                       calls[i]["function"]["arguments"].get<std::string>(), &deltas);
+      AppendCallDeltas(i, calls[i]["function"]["name"].get<std::string>(), calls[i]["function"]["arguments"].get<std::string>(),
+                       calls[i].value("errors", std::vector<std::string>{}), &deltas);
     calls_sent_ = std::max(calls_sent_, calls.size());
   }
   return deltas;
@@ -91,7 +91,7 @@ Json ChatStream::PartialMessage() const {
   if (!parsed.calls.empty()) {
     Json calls = Json::array();
     for (size_t i = 0; i < parsed.calls.size(); ++i)
-      calls.push_back(ToolCallJson(meta_, i, parsed.calls[i].name, DumpJson(parsed.calls[i].arguments)));
+      calls.push_back(ToolCallJson(meta_, i, parsed.calls[i].name, DumpJson(parsed.calls[i].arguments), parsed.calls[i].errors));
     message["tool_calls"] = std::move(calls);
     return message;
   }

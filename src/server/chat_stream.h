@@ -46,7 +46,8 @@ class ChatStream {
  private:
   // Offset in text_ up to which text is certainly content (before any marker).
   size_t ContentEnd(bool final) const;
-  void AppendCallDeltas(size_t index, const std::string& name, const std::string& arguments, std::vector<Json>* deltas);
+  void AppendCallDeltas(size_t index, const std::string& name, const std::string& arguments, const std::vector<std::string>& errors,
+                        std::vector<Json>* deltas);
 
   StreamDecoder decoder_;
   const std::vector<Tool>& tools_;

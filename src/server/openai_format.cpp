@@ -27,10 +27,13 @@ Json ModelsBody(const std::vector<std::string>& models) {
   return {{"object", "list"}, {"data", std::move(data)}};
 }
 
-Json ToolCallJson(const ResponseMeta& meta, size_t index, const std::string& name, const std::string& arguments) {
-  return {{"id", "call_" + meta.id.substr(meta.id.find('-') + 1) + "_" + std::to_string(index)},
-          {"type", "function"},
-          {"function", {{"name", name}, {"arguments", arguments}}}};
+Json ToolCallJson(const ResponseMeta& meta, size_t index, const std::string& name, const std::string& arguments,
+                  const std::vector<std::string>& errors) {
+  Json call = {{"id", "call_" + meta.id.substr(meta.id.find('-') + 1) + "_" + std::to_string(index)},
+               {"type", "function"},
+               {"function", {{"name", name}, {"arguments", arguments}}}};
+  if (!errors.empty()) call["errors"] = errors;
+  return call;
 }
 
 Json CompletionResponse(const ResponseMeta& meta, const CallOutcome& outcome) {
@@ -38,7 +41,7 @@ Json CompletionResponse(const ResponseMeta& meta, const CallOutcome& outcome) {
   Json tool_calls = Json::array();
   for (size_t i = 0; i < outcome.parsed.calls.size(); ++i) {
     const auto& c = outcome.parsed.calls[i];
-    tool_calls.push_back(ToolCallJson(meta, i, c.name, DumpJson(c.arguments)));
+    tool_calls.push_back(ToolCallJson(meta, i, c.name, DumpJson(c.arguments), c.errors));
   }
   const bool calls = !tool_calls.empty();
   // An output that failed to parse is returned as its raw text rather than dropped.

@@ -24,8 +24,12 @@ Json ErrorBody(const std::string& message, const std::string& type);
 // The /v1/models list: one entry per served model id, in order.
 Json ModelsBody(const std::vector<std::string>& models);
 // One entry of message.tool_calls: {"id":"call_N_I","type":"function","function":{name, arguments}}
-// (arguments as JSON text).
-Json ToolCallJson(const ResponseMeta& meta, size_t index, const std::string& name, const std::string& arguments);
+// (arguments as JSON text). A call that breaks its tool's schema (possible only where decoding was
+// not constrained: tool_choice "none" text that spells a call, an unconstrained request) also
+// carries "errors": the validator's messages, the same as the C API's calls[].errors and what
+// `fgemma eval` counts as invalid (docs/tool-schemas.md).
+Json ToolCallJson(const ResponseMeta& meta, size_t index, const std::string& name, const std::string& arguments,
+                  const std::vector<std::string>& errors = {});
 // choices[0].message has `tool_calls` (arguments as JSON text) and finish_reason "tool_calls", or
 // `content` and "stop". The member "fgemma" carries CallOutcomeToJson (what `fgemma call` prints).
 Json CompletionResponse(const ResponseMeta& meta, const CallOutcome& outcome);

@@ -29,8 +29,8 @@ TEST(RequestValidation, SchemaErrorsNameTheField) {
       {"type":"function","function":{"name":"c","parameters":{"type":"object","properties":{"room":{"type":"null"}}}}}],
       "messages":[{"role":"user","content":"x"}]})",
                "tools[2].function.parameters.properties.room.type: unsupported type 'null'");
-  EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"room":{"type":["string","null"]}}})"),
-               "tools[0].function.parameters.properties.room.type: must be a string, got array (type unions are not supported)");
+  EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"room":{"type":["string","integer"]}}})"),
+               "tools[0].function.parameters.properties.room.type: type lists other than [T] and [T, \"null\"] are not supported");
   EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"room":{"description":"x"}}})"),
                "tools[0].function.parameters.properties.room.type: missing");
   EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"room":"string"}})"),
@@ -54,10 +54,12 @@ TEST(RequestValidation, SchemaErrorsNameTheField) {
   EXPECT_ERROR(WithParameters(R"({"properties":{"a":{"type":"string"}}})"), "tools[0].function.parameters.type: missing");
   EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"a":{"type":"string","description":7}}})"),
                "tools[0].function.parameters.properties.a.description: must be a string, got integer");
-  EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"a":{"anyOf":[{"type":"string"}]}}})"),
-               "tools[0].function.parameters.properties.a.anyOf: schema composition is not supported");
+  EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"a":{"anyOf":[{"type":"string"},{"type":"integer"}]}}})"),
+               "tools[0].function.parameters.properties.a.anyOf: anyOf is supported only as [S] or [S, {\"type\":\"null\"}]");
+  EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"a":{"oneOf":[{"type":"string"}]}}})"),
+               "tools[0].function.parameters.properties.a.oneOf: schema composition is not supported");
   EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"a":{"type":"string","items":{"type":"string"}}}})"),
-               "tools[0].function.parameters.properties.a.items: only arrays have items");
+               "tools[0].function.parameters.properties.a.items: only arrays have items (type is string)");
 }
 
 TEST(RequestValidation, ToolErrorsNameTheField) {

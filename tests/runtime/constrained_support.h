@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "random_catalog.h"
 #include "runtime/call_generator.h"
 #include "runtime/function_caller.h"
+#include "runtime/pass_batcher.h"
 #include "runtime/session.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
@@ -86,9 +88,9 @@ inline std::optional<std::pair<CallOutcome, CallOutcome>> CallBoth(FunctionCalle
   return std::make_pair(std::move(a).value(), std::move(b).value());
 }
 
-inline void RunRandomCatalogs(size_t count, uint32_t seed) {
+inline void RunRandomCatalogs(size_t count, uint32_t seed, bool keywords = false) {
   auto& w = ConstrainedWorld::Get();
-  CatalogGenerator gen(seed);
+  CatalogGenerator gen(seed, keywords);
   auto session = w.NewSession();
   GrammarLimits limits;
   limits.max_string_bytes = 48;
@@ -139,9 +141,9 @@ inline void RunRandomCatalogs(size_t count, uint32_t seed) {
 struct DraftComparison {
   size_t tokens = 0, passes = 0, drafted = 0, accepted = 0;
 };
-inline void CompareDrafts(size_t count, uint32_t seed, DraftComparison* result) {
+inline void CompareDrafts(size_t count, uint32_t seed, DraftComparison* result, bool keywords = false) {
   auto& w = ConstrainedWorld::Get();
-  CatalogGenerator gen(seed);
+  CatalogGenerator gen(seed, keywords);
   auto session = w.NewSession();
   GrammarLimits limits;
   limits.max_string_bytes = 48;
@@ -198,6 +200,77 @@ inline void CompareDrafts(size_t count, uint32_t seed, DraftComparison* result) 
   std::printf("%zu catalogs: %zu tokens in %zu passes with drafts, %zu drafted, %zu accepted; all equal to no drafts\n",
               count, totals.tokens, totals.passes, totals.drafted, totals.accepted);
   *result = totals;
+}
+
+// Batching changes no token: `count` random catalogs (every tool_choice mode) decoded one after
+// another on a session of its own, then two at a time on two sessions sharing a PassBatcher (their
+// passes computed together); every output must be the same tokens, and must validate.
+inline void CompareBatched(size_t count, uint32_t seed, bool keywords) {
+  auto& w = ConstrainedWorld::Get();
+  CatalogGenerator gen(seed, keywords);
+  GrammarLimits limits;
+  limits.max_string_bytes = 48;
+  limits.max_text_bytes = 64;
+  struct Job {
+    ChatRequest req;
+    CallGrammar grammar;
+    std::vector<int32_t> ids;
+  };
+  std::vector<Job> jobs;
+  for (size_t i = 0; i < count; ++i) {
+    ChatRequest req = MakeRequest(gen.Tools(1 + gen.Pick(4)), gen.Utterance());
+    const ToolChoiceMode modes[] = {ToolChoiceMode::kAuto, ToolChoiceMode::kRequired, ToolChoiceMode::kNone, ToolChoiceMode::kFunction};
+    ToolChoice choice{modes[i % 4], ""};
+    if (choice.mode == ToolChoiceMode::kFunction) choice.function = req.tools[gen.Pick(req.tools.size())].name;
+    auto grammar = CallGrammar::Compile(req.tools, choice, limits);
+    ASSERT_TRUE(grammar.ok()) << grammar.status().ToString();
+    auto ids = w.tokenizer.Encode(RenderPrompt(req).value());
+    jobs.push_back({std::move(req), std::move(grammar).value(), std::move(ids)});
+  }
+  auto decode = [&](Session& session, const Job& job, std::vector<int32_t>* out) {
+    CallGenerator cg(w.vocab, job.grammar, w.model->config().vocab_size);
+    session.Reset();
+    ConstrainedOptions opt;
+    opt.draft = false;
+    const Status st = cg.Generate(session, job.ids, opt, out, nullptr);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  };
+  std::vector<std::vector<int32_t>> alone(count), together(count);
+  {
+    auto session = w.NewSession();
+    for (size_t i = 0; i < count; ++i) decode(*session, jobs[i], &alone[i]);
+  }
+  auto pool = std::make_shared<ThreadPool>(2);
+  auto batcher = PassBatcher::Create(w.model, 256, 4096, pool);
+  ASSERT_TRUE(batcher.ok()) << batcher.status().ToString();
+  auto shared_session = [&] {
+    SessionOptions so;
+    so.context = 4096;
+    so.threads = 2;
+    so.pool = pool;
+    so.batcher = batcher.value();
+    return Session::Create(w.model, so).value();
+  };
+  std::unique_ptr<Session> sessions[2] = {shared_session(), shared_session()};
+  std::vector<std::thread> drivers;
+  for (size_t lane = 0; lane < 2; ++lane) {
+    drivers.emplace_back([&, lane] {
+      PassBatcher::Participation active(batcher.value().get());
+      for (size_t i = lane; i < count; i += 2) decode(*sessions[lane], jobs[i], &together[i]);
+    });
+  }
+  for (auto& d : drivers) d.join();
+  size_t tokens = 0;
+  for (size_t i = 0; i < count; ++i) {
+    EXPECT_EQ(together[i], alone[i]) << "catalog " << i;
+    const ParsedOutput parsed = ParseModelOutput(w.tokenizer.Decode(alone[i]).value(), jobs[i].req.tools);
+    EXPECT_TRUE(parsed.ok()) << "catalog " << i << ": " << parsed.ErrorSummary();
+    tokens += alone[i].size();
+  }
+  const PassBatcher::Stats st = batcher.value()->stats();
+  EXPECT_GT(st.shared, 0u) << "no pass served both sessions";
+  std::printf("%zu catalogs, %zu tokens: the same alone and batched (%llu passes, %llu shared)\n", count, tokens,
+              static_cast<unsigned long long>(st.passes), static_cast<unsigned long long>(st.shared));
 }
 
 }  // namespace fgemma::test

@@ -287,3 +287,17 @@ TEST(ConstrainedDecoding, RestrictedHeadAndJumpForwardChangeNothing) {
 
 }  // namespace
 }  // namespace fgemma
+
+namespace fgemma {
+namespace {
+// Issue 31: catalogs mixing every enforced keyword (numeric enums and ranges, steps, string
+// lengths, patterns and formats, item counts, const): the random-weight model writes anything the
+// grammar allows, and every call still validates; drafts and batching change no token.
+TEST(ConstrainedDecoding, KeywordCatalogsAlwaysValidate) { test::RunRandomCatalogs(24, 31, true); }
+TEST(ConstrainedDecoding, KeywordCatalogsDraftsChangeNothing) {
+  test::DraftComparison totals;
+  test::CompareDrafts(12, 31, &totals, true);
+}
+TEST(ConstrainedDecoding, KeywordCatalogsBatchingChangesNothing) { test::CompareBatched(8, 31, true); }
+}  // namespace
+}  // namespace fgemma
