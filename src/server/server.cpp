@@ -505,10 +505,12 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY)
     lo.max_connections = std::min<size_t>(lo.max_connections, files.rlim_cur > 128 ? files.rlim_cur - 64 : 64);
-  // Request buffers of 128 KiB and more (bodies, their JSON) are mapped on their own and unmapped
-  // when freed. glibc would otherwise raise this threshold after the first such free and serve
-  // later ones from the heap, where a flood of large bodies leaves freed pages behind.
-  mallopt(M_MMAP_THRESHOLD, 128 << 10);
+  // Request buffers of 32 KiB and more (bodies, long header lines, their JSON) are mapped on their
+  // own and unmapped when freed. glibc would otherwise raise this threshold after the first such
+  // free and serve later ones from the heap, where floods of large requests leave freed pages
+  // behind; and a few arenas for the many HTTP threads keep freed memory where it is reused.
+  mallopt(M_MMAP_THRESHOLD, 32 << 10);
+  mallopt(M_ARENA_MAX, 4);
   Impl* raw = impl.get();
   http::Handlers handlers;
   handlers.head = [raw](const http::Request& req) { return raw->Head(req); };
