@@ -140,7 +140,7 @@ Result<std::vector<CallRequest>> BenchRequests(const CallBenchArgs& a, const std
 int RunCallBench(const CallBenchArgs& a) {
   auto cases = ReadBenchCases(a.calls);
   if (!cases.ok()) return Fail(cases.status().ToString());
-  auto loaded = LoadModel(a.model, LoadOptions{});
+  auto loaded = LoadModel(a.model, LoadOptions{.tokenizer_path = a.tokenizer});
   if (!loaded.ok()) return Fail(loaded.status().ToString());
   // Both modes side by side, call by call (one caller each), so load on a shared machine falls on
   // both alike.
@@ -176,7 +176,7 @@ int RunCallBench(const CallBenchArgs& a) {
         tracing = a.trace_drafts && round == 1 && d == 1;
         if (tracing) std::fprintf(stderr, "call %zu: %s\n", i, c.utterance.c_str());
         FollowText follow(caller.constraint_vocab(), c.output);
-        caller.set_choice_hook(&follow);
+        if (!a.own_calls) caller.set_choice_hook(&follow);
         const double cpu0 = ProcessCpuMs();
         auto outcome = caller.Call(requests.value()[i]);
         const double cpu = ProcessCpuMs() - cpu0;
@@ -185,6 +185,9 @@ int RunCallBench(const CallBenchArgs& a) {
         if (tracing) {
           std::fprintf(stderr, "  = %zu passes, %zu guessed, %zu confirmed\n", outcome->stats.model_calls,
                        outcome->stats.drafted_tokens, outcome->stats.accepted_tokens);
+        }
+        if (a.own_calls && round == 1 && d == 1 && !a.json) {
+          std::printf("%s -> %s\n", c.utterance.c_str(), CallOutcomeToJson(outcome.value())["calls"].dump().c_str());
         }
         if (round == 0) continue;
         r.ms.push_back(outcome->timing.total_ms);

@@ -21,6 +21,9 @@ struct CallBenchArgs {
   int draft_guessers = -1;  // ConstrainedOptions::draft_guessers mask (-1: all)
   bool trace_drafts = false;
   bool no_prompt_reuse = false;  // FunctionCallerOptions::reuse_prompt off in every mode
+  // A trained model writes its own calls (the set's outputs are ignored) and they are printed.
+  bool own_calls = false;
+  std::string tokenizer;  // instead of the model's own vocabulary (a base model: FunctionGemma's)
   // --clients: concurrent callers (one per client, as the server's sessions) instead, with and
   // without batched passes; each count in turn.
   std::vector<size_t> clients;

@@ -212,6 +212,9 @@ const CommandRegistration kBench(40, [](CLI::App& app) -> std::function<int()> {
                   "break, 16 string check, 32 close, 64 said value, 128 text end, 256 slots, 512 lists; default all)");
   cmd->add_flag("--no-prompt-reuse", a->calls.no_prompt_reuse,
                 "with --calls: every call restores the whole catalog state and evaluates its whole turn (for comparison)");
+  cmd->add_flag("--own-calls", a->calls.own_calls,
+                "with --calls: the model writes its own calls (the set's outputs are ignored: a trained model) and prints them");
+  cmd->add_option("--tokenizer", a->calls.tokenizer, "with --calls: tokenizer.json instead of the model's own vocabulary");
   cmd->add_flag("--trace-drafts", a->calls.trace_drafts,
                 "with --calls: print every drafted pass of the first timed round (stderr) and a per-source summary");
   cmd->add_option("--clients", a->calls.clients,
