@@ -88,7 +88,7 @@ bool ResponseWriter::WriteAll(std::string_view data) {
       pollfd p{fd_, POLLOUT, 0};
       if (::poll(&p, 1, static_cast<int>(timeout_.count())) > 0) continue;
     }
-    must_close_ = true;
+    must_close_ = failed_ = true;
     return false;
   }
   return true;
@@ -112,7 +112,7 @@ bool ResponseWriter::BeginStream(int status, const std::string& content_type,
 }
 
 bool ResponseWriter::WriteChunk(std::string_view data) {
-  if (data.empty()) return !must_close_ || !chunked_;  // an empty chunk would end the stream
+  if (data.empty()) return !failed_;  // an empty chunk would end the stream
   if (!chunked_) return WriteAll(data);
   char size[24];
   std::snprintf(size, sizeof size, "%zx\r\n", data.size());

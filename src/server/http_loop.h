@@ -64,6 +64,7 @@ class ResponseWriter {
   std::chrono::milliseconds timeout_;
   bool chunked_ = false;
   bool must_close_ = false;
+  bool failed_ = false;  // a write failed: the client is gone
   bool written_ = false;
 };
 

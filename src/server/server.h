@@ -3,7 +3,8 @@
 // Routes: POST /v1/chat/completions (tools, tool_choice, stream via SSE), GET /v1/models,
 // GET /health. Errors are {"error":{"message":...,"type":...}}; the status policy (README "Server
 // limits and status codes"): 400 malformed or invalid request, 401 API key, 404 route or model,
-// 408 body too slow, 413 body over --max-body however sent, 415 not JSON, 429 queue full
+// 405 wrong method, 408 request too slow, 411 no body length, 413 body over --max-body however
+// sent, 414/431 request line or headers too large, 415 not JSON, 429 queue full
 // (Retry-After), 503 session wait timed out or draining for shutdown (Retry-After), 500 internal faults
 // only. Without an API key only hosts whose every resolved address is loopback may be bound.
 #pragma once
@@ -32,10 +33,10 @@ struct ServerOptions {
   int queue_timeout_ms = 30000;    // wait for a free session before answering 503
   size_t max_queue = 64;           // requests waiting for a session beyond which new ones get 429
   double request_timeout_s = 300;  // a call running past it stops (finish_reason "deadline"); 0 = none
-  int read_timeout_s = 5;          // per read, for a body, and for a request's headers (slowloris)
+  int read_timeout_s = 5;          // a whole request (head and body) from its first byte; each write
   int keep_alive_s = 5;            // idle time a kept-alive connection may wait for its next request
   size_t keep_alive_max = 100;     // requests per connection
-  size_t http_workers = 0;         // 0 = max(64, 8 x sessions)
+  size_t http_workers = 0;         // threads answering complete chat requests; 0 = max(64, 8 x sessions)
   std::string cache_path;          // optional catalog cache file for the pool's first session
   bool trust_content_tokens = false;  // FunctionCallerOptions::trust_content_tokens
   bool batch = true;                // sessions decoding at once share forward passes (PassBatcher)
@@ -67,7 +68,7 @@ class Server {
   // Chat requests received and not yet answered in full (reading, queued, running, streaming).
   size_t active_requests() const;
   int port() const { return port_; }
-  // Connections closed for holding a worker without sending a request in time.
+  // Connections closed for not sending a request (or its first byte) in time.
   uint64_t reaped_connections() const;
 
  private:
