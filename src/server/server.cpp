@@ -29,6 +29,7 @@
 #include "server/http_policy.h"
 #include "server/openai_format.h"
 #include "util/hash.h"
+#include "util/run_limits.h"
 
 namespace fgemma::server {
 
@@ -439,6 +440,15 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   }
   if (options.read_timeout_s <= 0 || options.keep_alive_s <= 0 || options.keep_alive_max == 0)
     return InvalidArgument("--read-timeout-s, --keep-alive-s and --keep-alive-max must be positive");
+  // Checked before the model loads: an embedder that skips the CLI's flag checks gets the same
+  // refusals instead of thousands of threads or callers (docs/limits.md).
+  FGEMMA_RETURN_IF_ERROR(CheckThreadCount(options.threads, "--threads"));
+  if (options.sessions == 0 || options.sessions > kMaxServerSessions)
+    return OutOfRange("--sessions " + std::to_string(options.sessions) + ": must be 1 to " +
+                      std::to_string(kMaxServerSessions));
+  if (options.http_workers > kMaxHttpWorkers)
+    return OutOfRange("--http-workers " + std::to_string(options.http_workers) + ": must be at most " +
+                      std::to_string(kMaxHttpWorkers));
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   // Bind the address that was checked: a second lookup could answer differently.

@@ -19,6 +19,11 @@
 
 namespace fgemma::server {
 
+// Bounds Server::Create checks (docs/limits.md): each session holds a KV cache of `context` rows,
+// each HTTP worker a thread; past these a server only exhausts memory or the scheduler.
+inline constexpr size_t kMaxServerSessions = 256;
+inline constexpr size_t kMaxHttpWorkers = 4096;
+
 struct ServerOptions {
   std::string model_path;
   std::string model_name;          // "" = the model path's last component

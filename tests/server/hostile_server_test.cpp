@@ -502,5 +502,26 @@ TEST(HostAddress, NamesThatLookLikeLoopbackAreRefusedWithoutAKey) {
   EXPECT_TRUE(Server::Create(o).ok());
 }
 
+TEST(ServerLimits, ThreadsSessionsAndWorkersBeyondTheirBoundsAreRefusedBeforeLoading) {
+  struct Case {
+    int threads;
+    size_t sessions, workers;
+    const char* names;
+  };
+  for (const Case& c : {Case{2'147'483'647, 1, 0, "--threads"}, Case{-1, 1, 0, "--threads"},
+                        Case{1, 0, 0, "--sessions"}, Case{1, kMaxServerSessions + 1, 0, "--sessions"},
+                        Case{1, 1, kMaxHttpWorkers + 1, "--http-workers"}}) {
+    SCOPED_TRACE(c.names);
+    ServerOptions o;
+    o.model_path = "/nonexistent/model";  // refused before the model is opened
+    o.threads = c.threads;
+    o.sessions = c.sessions;
+    o.http_workers = c.workers;
+    auto srv = Server::Create(o);
+    ASSERT_FALSE(srv.ok());
+    EXPECT_NE(srv.status().message().find(c.names), std::string::npos) << srv.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace fgemma::server

@@ -87,7 +87,7 @@ const CommandRegistration kServe(90, [](CLI::App& app) -> std::function<int()> {
                   "a call running longer stops with finish_reason \"deadline\" (0: none)")
       ->check(SecondsUpToADay())->capture_default_str();
   cmd->add_option("--read-timeout-s", o->read_timeout_s,
-                  "per read, per request body, and for a request's headers")->capture_default_str();
+                  "deadline for a whole request (head and body) from its first byte")->capture_default_str();
   cmd->add_option("--keep-alive-s", o->keep_alive_s, "idle wait for a kept-alive connection's next request")
       ->capture_default_str();
   cmd->add_option("--keep-alive-max", o->keep_alive_max, "requests per connection")->capture_default_str();
