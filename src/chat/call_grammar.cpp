@@ -6,6 +6,8 @@
 #include <memory>
 #include <numeric>
 
+#include "chat/py_text.h"
+
 namespace fgemma {
 namespace {
 
@@ -125,6 +127,7 @@ bool RangedValueOk(const CallGrammar::Node& n, bool neg, uint64_t m, int frac) {
 // the parser reads back to the same JSON value.
 std::string LiteralText(const Json& v) {
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_float()) return py::FloatRepr(v.get<double>());  // as the prompt shows it: 2.0, 1e-05
   return v.dump();
 }
 

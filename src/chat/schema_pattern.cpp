@@ -6,6 +6,8 @@
 #include <deque>
 #include <map>
 
+#include "chat/py_text.h"
+
 namespace fgemma {
 namespace {
 
@@ -37,24 +39,6 @@ std::bitset<256> Range(int lo, int hi) {
 }
 
 std::bitset<256> Ascii() { return Range(0, 0x7F); }
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 Re Literal(std::string_view bytes) {
   if (bytes.size() == 1) return Set(Range(static_cast<uint8_t>(bytes[0]), static_cast<uint8_t>(bytes[0])), false);
@@ -190,7 +174,7 @@ class Parser {
         }
         if (cp >= 0xD800 && cp <= 0xDFFF) return Error("\\u escape of a surrogate");
         if (in_class && cp >= 0x80) return Error("non-ASCII characters in a [...] class are not supported");
-        AppendUtf8(cp, literal);
+        py::AppendUtf8(static_cast<char32_t>(cp), literal);
         return Status::Ok();
       }
       default:
