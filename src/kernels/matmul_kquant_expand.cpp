@@ -10,11 +10,6 @@ namespace fgemma::kernels_internal {
 
 namespace {
 
-float LoadF16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return F16ToF32(h);
-}
 
 // Each type's expansion of one row: levels q[cols], scales (2 a block of 32: each 16 values'),
 // minimums (1 a block). Written per type with whole blocks' bit operations: this runs over every

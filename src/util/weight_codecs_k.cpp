@@ -27,11 +27,6 @@ namespace {
 
 constexpr size_t kQK = kSuperBlockValues;
 
-float LoadF16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return F16ToF32(h);
-}
 // Round half away from zero, clamped (NaN gives lo).
 int RoundClamped(float v, int lo, int hi) {
   const float r = std::round(v);
@@ -47,8 +42,9 @@ void PackScaleMins(const int* sc, const int* mn, uint8_t* scales) {
   }
 }
 
-// Q4_K / Q5_K: the codes of one super-block; v[256] the values in element order (0..levels).
-void QuantizeSuperBlockKMin(const float* x, int levels, uint16_t* d_out, uint16_t* dmin_out, uint8_t* scales, int* v) {
+// Q4_K / Q5_K: the codes of one super-block into `block` (d, dmin and scales, at the same offsets in
+// both); v[256] the values in element order (0..levels).
+void QuantizeSuperBlockKMin(const float* x, int levels, uint8_t* block, int* v) {
   float scale[8], minus_min[8];
   float max_scale = 0.0f, max_min = 0.0f;
   for (size_t j = 0; j < 8; ++j) {
@@ -70,13 +66,34 @@ void QuantizeSuperBlockKMin(const float* x, int levels, uint16_t* d_out, uint16_
     sc[j] = RoundClamped(inv_scale * scale[j], 0, 63);
     mn[j] = RoundClamped(inv_min * minus_min[j], 0, 63);
   }
-  *d_out = F32ToF16(max_scale / 63.0f);
-  *dmin_out = F32ToF16(max_min / 63.0f);
-  PackScaleMins(sc, mn, scales);
-  const float d = F16ToF32(*d_out), dmin = F16ToF32(*dmin_out);
+  const uint16_t dh = F32ToF16(max_scale / 63.0f), dminh = F32ToF16(max_min / 63.0f);
+  std::memcpy(block + offsetof(BlockQ4_K, d), &dh, 2);
+  std::memcpy(block + offsetof(BlockQ4_K, dmin), &dminh, 2);
+  PackScaleMins(sc, mn, block + offsetof(BlockQ4_K, scales));
+  static_assert(offsetof(BlockQ4_K, scales) == offsetof(BlockQ5_K, scales));
+  const float d = F16ToF32(dh), dmin = F16ToF32(dminh);
   for (size_t j = 0; j < 8; ++j) {
     const float dl = d * static_cast<float>(sc[j]), ml = dmin * static_cast<float>(mn[j]);
     for (size_t i = 0; i < 32; ++i) v[32 * j + i] = dl != 0.0f ? RoundClamped((x[32 * j + i] + ml) / dl, 0, levels) : 0;
+  }
+}
+
+// d * sc_j * v - dmin * m_j for each sub-block j of Q4_K (kFive false) or Q5_K rows.
+template <bool kFive>
+void DequantizeRowQK(const void* in, size_t n, float* out) {
+  constexpr size_t kBytes = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  static_assert(offsetof(BlockQ4_K, dmin) == offsetof(BlockQ5_K, dmin));
+  const auto* p = static_cast<const uint8_t*>(in);
+  for (size_t b = 0; b < n / kQK; ++b, p += kBytes, out += kQK) {
+    const float d = LoadF16(p + offsetof(BlockQ4_K, d)), dmin = LoadF16(p + offsetof(BlockQ4_K, dmin));
+    for (size_t j = 0; j < 8; ++j) {
+      const ScaleMin sm = KQuantScaleMin(p + offsetof(BlockQ4_K, scales), j);
+      const float dl = d * sm.scale, ml = dmin * sm.min;
+      for (size_t e = 32 * j; e < 32 * j + 32; ++e) {
+        const int v = kFive ? Q5KValue(p, e) : KQuantNibble(p + offsetof(BlockQ4_K, q), e);
+        out[e] = dl * static_cast<float>(v) - ml;
+      }
+    }
   }
 }
 
@@ -87,11 +104,8 @@ void QuantizeSuperBlockKMin(const float* x, int levels, uint16_t* d_out, uint16_
 void QuantizeRowQ4_K(const float* x, size_t n, void* out) {
   auto* p = static_cast<uint8_t*>(out);
   for (size_t b = 0; b < n / kQK; ++b, x += kQK, p += sizeof(BlockQ4_K)) {
-    uint16_t d, dmin;
     int v[kQK];
-    QuantizeSuperBlockKMin(x, 15, &d, &dmin, p + offsetof(BlockQ4_K, scales), v);
-    std::memcpy(p + offsetof(BlockQ4_K, d), &d, 2);
-    std::memcpy(p + offsetof(BlockQ4_K, dmin), &dmin, 2);
+    QuantizeSuperBlockKMin(x, 15, p, v);
     uint8_t* q = p + offsetof(BlockQ4_K, q);
     for (size_t c = 0; c < 4; ++c) {
       for (size_t l = 0; l < 32; ++l) q[32 * c + l] = static_cast<uint8_t>(v[64 * c + l] | v[64 * c + 32 + l] << 4);
@@ -99,29 +113,15 @@ void QuantizeRowQ4_K(const float* x, size_t n, void* out) {
   }
 }
 
-void DequantizeRowQ4_K(const void* in, size_t n, float* out) {
-  const auto* p = static_cast<const uint8_t*>(in);
-  for (size_t b = 0; b < n / kQK; ++b, p += sizeof(BlockQ4_K), out += kQK) {
-    const float d = LoadF16(p + offsetof(BlockQ4_K, d)), dmin = LoadF16(p + offsetof(BlockQ4_K, dmin));
-    for (size_t j = 0; j < 8; ++j) {
-      const ScaleMin sm = KQuantScaleMin(p + offsetof(BlockQ4_K, scales), j);
-      const float dl = d * sm.scale, ml = dmin * sm.min;
-      for (size_t e = 32 * j; e < 32 * j + 32; ++e)
-        out[e] = dl * static_cast<float>(KQuantNibble(p + offsetof(BlockQ4_K, q), e)) - ml;
-    }
-  }
-}
+void DequantizeRowQ4_K(const void* in, size_t n, float* out) { DequantizeRowQK<false>(in, n, out); }
 
 // ---------------------------------------------------------------- Q5_K
 
 void QuantizeRowQ5_K(const float* x, size_t n, void* out) {
   auto* p = static_cast<uint8_t*>(out);
   for (size_t b = 0; b < n / kQK; ++b, x += kQK, p += sizeof(BlockQ5_K)) {
-    uint16_t d, dmin;
     int v[kQK];
-    QuantizeSuperBlockKMin(x, 31, &d, &dmin, p + offsetof(BlockQ5_K, scales), v);
-    std::memcpy(p + offsetof(BlockQ5_K, d), &d, 2);
-    std::memcpy(p + offsetof(BlockQ5_K, dmin), &dmin, 2);
+    QuantizeSuperBlockKMin(x, 31, p, v);
     uint8_t* q = p + offsetof(BlockQ5_K, q);
     uint8_t* qh = p + offsetof(BlockQ5_K, qh);
     std::memset(qh, 0, kQK / 8);
@@ -135,17 +135,7 @@ void QuantizeRowQ5_K(const float* x, size_t n, void* out) {
   }
 }
 
-void DequantizeRowQ5_K(const void* in, size_t n, float* out) {
-  const auto* p = static_cast<const uint8_t*>(in);
-  for (size_t b = 0; b < n / kQK; ++b, p += sizeof(BlockQ5_K), out += kQK) {
-    const float d = LoadF16(p + offsetof(BlockQ5_K, d)), dmin = LoadF16(p + offsetof(BlockQ5_K, dmin));
-    for (size_t j = 0; j < 8; ++j) {
-      const ScaleMin sm = KQuantScaleMin(p + offsetof(BlockQ5_K, scales), j);
-      const float dl = d * sm.scale, ml = dmin * sm.min;
-      for (size_t e = 32 * j; e < 32 * j + 32; ++e) out[e] = dl * static_cast<float>(Q5KValue(p, e)) - ml;
-    }
-  }
-}
+void DequantizeRowQ5_K(const void* in, size_t n, float* out) { DequantizeRowQK<true>(in, n, out); }
 
 // ---------------------------------------------------------------- Q6_K
 
@@ -155,14 +145,7 @@ void QuantizeRowQ6_K(const float* x, size_t n, void* out) {
     float scale[16];
     float max_scale = 0.0f, max_abs_scale = 0.0f;
     for (size_t j = 0; j < 16; ++j) {
-      float amax = 0.0f, max = 0.0f;
-      for (size_t i = 0; i < 16; ++i) {
-        if (std::fabs(x[16 * j + i]) > amax) {
-          amax = std::fabs(x[16 * j + i]);
-          max = x[16 * j + i];
-        }
-      }
-      scale[j] = max / -32.0f;
+      scale[j] = LargestMagnitude(x + 16 * j, 16) / -32.0f;
       if (std::fabs(scale[j]) > max_abs_scale) {
         max_abs_scale = std::fabs(scale[j]);
         max_scale = scale[j];

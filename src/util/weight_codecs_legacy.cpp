@@ -15,15 +15,6 @@ namespace {
 
 constexpr size_t kN = kQuantBlockValues, kHalf = kN / 2;
 
-void StoreF16(uint8_t* p, float v) {
-  const uint16_t h = F32ToF16(v);
-  std::memcpy(p, &h, 2);
-}
-float LoadF16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return F16ToF32(h);
-}
 
 // trunc(fl(fl(v * id) + add)) clamped to [0, top]; the product stored through a volatile keeps the
 // compiler from fusing it with the addition (see QuantizeRowQ4_0). NaN gives 0.
@@ -41,6 +32,20 @@ void MinMax(const float* x, float* lo, float* hi) {
     *lo = x[j] < *lo ? x[j] : *lo;
     *hi = x[j] > *hi ? x[j] : *hi;
   }
+}
+
+// A "type-1" block's d = (max - min) / levels and m = min, stored as f16 at offsets 0 and 2 (both
+// BlockQ4_1 and BlockQ5_1); returns min and 1 / d (0 for a constant block) for the levels.
+struct Type1Scale {
+  float min, inverse;
+};
+Type1Scale EncodeType1Scale(const float* x, float levels, uint8_t* block) {
+  float lo, hi;
+  MinMax(x, &lo, &hi);
+  const float d = (hi - lo) / levels;
+  StoreF16(block, d);
+  StoreF16(block + 2, lo);
+  return {lo, d != 0.0f ? 1.0f / d : 0.0f};
 }
 
 // The 5-bit types' values: nibbles in q (elements j and j + 16 share byte j), fifth bits in qh.
@@ -62,12 +67,7 @@ void StoreFiveBit(const int* v, uint8_t* qh, uint8_t* q) {
 void QuantizeRowQ4_1(const float* x, size_t n, void* out) {
   auto* p = static_cast<uint8_t*>(out);
   for (size_t b = 0; b < n / kN; ++b, x += kN, p += sizeof(BlockQ4_1)) {
-    float lo, hi;
-    MinMax(x, &lo, &hi);
-    const float d = (hi - lo) / 15.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    StoreF16(p + offsetof(BlockQ4_1, d), d);
-    StoreF16(p + offsetof(BlockQ4_1, m), lo);
+    const auto [lo, id] = EncodeType1Scale(x, 15.0f, p);
     for (size_t j = 0; j < kHalf; ++j) {
       const int v0 = RoundedLevel(x[j] - lo, id, 0.5f, 15), v1 = RoundedLevel(x[j + kHalf] - lo, id, 0.5f, 15);
       p[offsetof(BlockQ4_1, q) + j] = static_cast<uint8_t>(v0 | v1 << 4);
@@ -94,14 +94,7 @@ void DequantizeRowQ4_1(const void* in, size_t n, float* out) {
 void QuantizeRowQ5_0(const float* x, size_t n, void* out) {
   auto* p = static_cast<uint8_t*>(out);
   for (size_t b = 0; b < n / kN; ++b, x += kN, p += sizeof(BlockQ5_0)) {
-    float amax = 0.0f, max = 0.0f;
-    for (size_t j = 0; j < kN; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -16.0f;
+    const float d = LargestMagnitude(x, kN) / -16.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     StoreF16(p + offsetof(BlockQ5_0, d), d);
     int v[kN];
@@ -125,12 +118,7 @@ void DequantizeRowQ5_0(const void* in, size_t n, float* out) {
 void QuantizeRowQ5_1(const float* x, size_t n, void* out) {
   auto* p = static_cast<uint8_t*>(out);
   for (size_t b = 0; b < n / kN; ++b, x += kN, p += sizeof(BlockQ5_1)) {
-    float lo, hi;
-    MinMax(x, &lo, &hi);
-    const float d = (hi - lo) / 31.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    StoreF16(p + offsetof(BlockQ5_1, d), d);
-    StoreF16(p + offsetof(BlockQ5_1, m), lo);
+    const auto [lo, id] = EncodeType1Scale(x, 31.0f, p);
     int v[kN];
     for (size_t j = 0; j < kN; ++j) v[j] = RoundedLevel(x[j] - lo, id, 0.5f, 31);
     StoreFiveBit(v, p + offsetof(BlockQ5_1, qh), p + offsetof(BlockQ5_1, q));

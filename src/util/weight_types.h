@@ -225,6 +225,20 @@ constexpr bool DTypeIsQ8OrQ4_0(DType t) { return t == DType::kQ8_0 || t == DType
 // Bytes of one row of `cols` values; requires cols % block size == 0 (checked by loaders).
 constexpr size_t RowBytes(DType t, size_t cols) { return cols / DTypeBlockSize(t) * DTypeBlockBytes(t); }
 
+// The element of largest magnitude of x[0, n), the first on ties, with its sign (0 for zeros):
+// ggml's symmetric encoders (q4_0, q5_0, q6_K) scale by it.
+inline float LargestMagnitude(const float* x, size_t n) {
+  float amax = 0.0f, max = 0.0f;
+  for (size_t j = 0; j < n; ++j) {
+    const float a = x[j] < 0.0f ? -x[j] : x[j];
+    if (a > amax) {
+      amax = a;
+      max = x[j];
+    }
+  }
+  return max;
+}
+
 // Converts one row of `n` floats to `type` (F32 is a copy). InvalidArgument when `n` is not a
 // multiple of the type's block size (the only check of `n`).
 Status QuantizeRow(DType type, const float* x, size_t n, void* out);
