@@ -46,14 +46,24 @@ struct ExpandedJob {
 // The minimums' term of one row and token: sum_b min_b * t_b with t_b = dx_b * s_b (the token's
 // MinWeights), a float dot product in a fixed order (vector lanes, then the lane sum, then the
 // tail), the same whatever the batch or slice.
-HWY_INLINE float MinFold(const float* mins, const float* t, size_t nb) {
+// `mins` is read as bytes: an expanded row need not be 4-byte aligned (float loads from an unaligned
+// address fault on 32-bit Arm).
+HWY_INLINE float MinFold(const uint8_t* mins, const float* t, size_t nb) {
   const hn::ScalableTag<float> df;
   const size_t n = hn::Lanes(df);
+  HWY_ALIGN float chunk[hn::MaxLanes(df)];
   auto acc = hn::Zero(df);
   size_t b = 0;
-  for (; b + n <= nb; b += n) acc = hn::MulAdd(hn::LoadU(df, mins + b), hn::LoadU(df, t + b), acc);
+  for (; b + n <= nb; b += n) {
+    std::memcpy(chunk, mins + 4 * b, 4 * n);
+    acc = hn::MulAdd(hn::Load(df, chunk), hn::LoadU(df, t + b), acc);
+  }
   float m = SumOfVector(df, acc);
-  for (; b < nb; ++b) m = std::fma(mins[b], t[b], m);
+  for (; b < nb; ++b) {
+    float min;
+    std::memcpy(&min, mins + 4 * b, 4);
+    m = std::fma(min, t[b], m);
+  }
   return m;
 }
 
@@ -144,7 +154,7 @@ HWY_NOINLINE void RowTokens(const ExpandedJob& job, size_t r, size_t token) {
   for (size_t t = 0; t < kT; ++t) {
     float m = 0.0f;
     if constexpr (kMins) {
-      m = MinFold(reinterpret_cast<const float*>(scales + job.cols / 16 * 4), job.min_weights + (token + t) * nb, nb);
+      m = MinFold(scales + job.cols / 16 * 4, job.min_weights + (token + t) * nb, nb);
     }
     job.y[(token + t) * job.y_stride + r] = dots[t] + m;
   }
