@@ -2,7 +2,7 @@
 //
 // Names: matmul/<dtype>/<shape>/T<tokens>/<variant>, variant = a SIMD target from KernelTargets()
 // ("AVX3_DL", "AVX2", ... forced via SetKernelTarget), "<target>+interleaved" (quantized weights in
-// the row-interleaved copy PrepareWeights makes at load, where the target has kernels for it) or
+// the row-interleaved or expanded copy PrepareWeights makes at load, where the target has one) or
 // "reference" (MatMulReference, small cases only). Quantized cases include PackActivations in the timed loop (the runtime packs once per
 // matmul); pack/<dtype>/... times packing alone.
 // Counters: weight_GB/s = weight bytes streamed per second (the decode figure of merit),
@@ -35,7 +35,8 @@ struct Shape {
 const Shape kShapes[] = {{"q_1024x640", 1024, 640},     {"kv_256x640", 256, 640},   {"o_640x1024", 640, 1024},
                          {"gate_2048x640", 2048, 640},  {"down_640x2048", 640, 2048},
                          {"head_262144x640", 262144, 640}};
-const DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1,
+                        DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 
 // Deterministic, well-scaled weights (no denormals or NaNs to distort timings).
 std::vector<uint8_t> MakeWeights(DType dtype, size_t rows, size_t cols) {
@@ -58,6 +59,13 @@ std::vector<uint8_t> MakeWeights(DType dtype, size_t rows, size_t cols) {
       const float v = value();
       const uint16_t h = dtype == DType::kF16 ? F32ToF16(v) : F32ToBf16(v);
       std::memcpy(p + 2 * i, &h, 2);
+    }
+  } else if (!DTypeIsQ8OrQ4_0(dtype)) {  // the K-quant presets' types: encoded from the values
+    std::vector<float> row(cols);
+    for (size_t r = 0; r < rows; ++r) {
+      for (float& v : row) v = value();
+      QuantizeRowFn encode = WeightType(dtype).quantize_row;
+      encode(row.data(), cols, p + r * RowBytes(dtype, cols));
     }
   } else {
     const size_t bb = DTypeBlockBytes(dtype);
@@ -151,11 +159,7 @@ void RunPack(benchmark::State& state, DType dtype, size_t cols, size_t tokens) {
 
 void RegisterAll() {
   std::vector<std::string> variants = KernelTargets();
-  {
-    const std::string best = variants.front();
-    TensorView probe{DType::kQ8_0, 16, 64, nullptr};
-    if (kernels_internal::InterleavedWeightBytes(probe) > 0) variants.insert(variants.begin(), best + "+interleaved");
-  }
+  variants.insert(variants.begin(), variants.front() + "+interleaved");  // kept below where a copy exists
   variants.push_back("reference");
   for (DType dtype : kTypes) {
     for (const Shape& shape : kShapes) {
@@ -167,7 +171,9 @@ void RegisterAll() {
           // pass (LmHead::ComputeMany), on the interleaved copy the runtime uses.
           if (head && (tokens > 16 || (tokens > 1 && !v.ends_with("+interleaved")))) continue;
           if (v == "reference" && (head || tokens > 64)) continue;
-          if (v.ends_with("+interleaved") && !DTypeIsQuantized(dtype)) continue;
+          if (v.ends_with("+interleaved") && kernels_internal::InterleavedWeightBytes(TensorView{dtype, 16, 256, nullptr}) == 0)
+            continue;
+          if (shape.cols % DTypeBlockSize(dtype) != 0) continue;  // the K types' 256-value super-blocks
           const std::string name = std::string("matmul/") + DTypeName(dtype) + "/" + shape.name + "/T" +
                                    std::to_string(tokens) + "/" + v;
           benchmark::RegisterBenchmark(name.c_str(), RunMatMul, dtype, &shape, tokens, v)

@@ -1,5 +1,6 @@
 // MatMul front end: dtype switch, activation packing, SIMD target selection. The kernels live in
-// matmul_float.cpp (f32/f16/bf16) and matmul_quant.cpp (q8_0/q4_0), each runtime-dispatched by
+// matmul_float.cpp (f32/f16/bf16), matmul_quant.cpp (q8_0/q4_0) and matmul_kquant.cpp (q4_1, q5_0,
+// q5_1, q4_K, q5_K, q6_K), each runtime-dispatched by
 // Highway to the best target compiled in (see simd_config.h).
 #include "kernels/simd_config.h"
 
@@ -54,6 +55,10 @@ void MatMul(const KernelMatrix& w, const Activations& a, float* y, size_t y_stri
   }
   HWY_DASSERT(w.cols % kQuantBlockValues == 0);
   if (a.packed != nullptr) {
+    if (kernels_internal::UsesExpandedRows(w.dtype)) {
+      kernels_internal::MatMulKQuant(w, a, y, y_stride, row_begin, row_end);
+      return;
+    }
     if (w.repacked != nullptr && kernels_internal::ArmDotActive() &&
         row_begin % kernels_internal::ActivePanelFormat().rows(w.dtype) == 0) {
       kernels_internal::MatMulArmDot(w, a, y, y_stride, row_begin, row_end);

@@ -39,6 +39,7 @@ PanelFormat ActivePanelFormat() {
 }
 
 size_t InterleavedWeightBytes(const TensorView& w) {
+  if (UsesExpandedRows(w.dtype)) return w.rows * ExpandedRowBytes(w.cols);  // on every target
   if (!DTypeIsQuantized(w.dtype) || w.cols % kBlockValues != 0 || !InterleavedKernelAvailable()) return 0;
   const PanelFormat f = ActivePanelFormat();
   const size_t rows = f.rows(w.dtype);
@@ -46,6 +47,10 @@ size_t InterleavedWeightBytes(const TensorView& w) {
 }
 
 void InterleaveWeights(const TensorView& w, void* out) {
+  if (UsesExpandedRows(w.dtype)) {
+    ExpandRows(w, 0, w.rows, static_cast<uint8_t*>(out));
+    return;
+  }
   const PanelFormat f = ActivePanelFormat();
   const size_t nb = w.cols / kBlockValues, block_bytes = DTypeBlockBytes(w.dtype);
   const size_t panel_bytes = f.panel_bytes(w.dtype, w.cols);
@@ -183,6 +188,11 @@ KernelMatrix RowSlice(const KernelMatrix& w, size_t r0, size_t r1) {
   s.data = w.row(r0);
   s.rows = r1 - r0;
   s.repacked = nullptr;
+  if (kernels_internal::UsesExpandedRows(w.dtype)) {  // one row a "panel"
+    if (w.repacked != nullptr)
+      s.repacked = static_cast<const uint8_t*>(w.repacked) + r0 * kernels_internal::ExpandedRowBytes(w.cols);
+    return s;
+  }
   const kernels_internal::PanelFormat f = kernels_internal::ActivePanelFormat();
   if (w.repacked != nullptr && r0 % f.rows(w.dtype) == 0) {
     s.repacked = static_cast<const uint8_t*>(w.repacked) + r0 / f.rows(w.dtype) * f.panel_bytes(w.dtype, w.cols);
@@ -191,7 +201,9 @@ KernelMatrix RowSlice(const KernelMatrix& w, size_t r0, size_t r1) {
 }
 
 void LookupRow(const KernelMatrix& w, size_t r, float* out) {
-  if (w.repacked == nullptr) {
+  // The expanded types decode the stored row (the format's own decoder; a lookup touches one row's
+  // pages of the file again, not the matrix).
+  if (w.repacked == nullptr || kernels_internal::UsesExpandedRows(w.dtype)) {
     DequantizeRow(w, r, out);
     return;
   }
@@ -238,7 +250,7 @@ void LookupRow(const KernelMatrix& w, size_t r, float* out) {
 }
 
 void MatMulRows(const KernelMatrix& w, const Activations& a, std::span<const int32_t> rows, float* y) {
-  if (w.repacked == nullptr) {
+  if (w.repacked == nullptr || kernels_internal::UsesExpandedRows(w.dtype)) {  // rows computed one by one
     for (size_t i = 0; i < rows.size(); ++i) {
       const size_t row = static_cast<size_t>(rows[i]);
       MatMul(RowSlice(w, row, row + 1), a, y + i, 0, 0, 1);

@@ -111,8 +111,35 @@ bool ArmI8mmActive();
 void MatMulArmDot(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                   size_t row_end);
 
+// ---------------------------------------------------------------- the other quantized types
+// q4_1, q5_0, q5_1, q4_K, q5_K and q6_K (DTypeIsQ8OrQ4_0 false) are computed from an expanded copy
+// made at load (kernels/matmul_kquant_expand.cpp), the same on every target: per row
+//   int8_t q[cols]            each value's integer level v as the format defines it, made signed
+//                             where the format subtracts a constant (q5_0: v - 16, q6_K: v - 32)
+//   float  scale[cols / 16]   the scale of each 16 values (d, d * sc_j; exact products of an f16
+//                             and a 6- or 8-bit integer), so x = scale * q + min exactly
+//   float  min[cols / 32]     the additive term of each 32 values (q4_1 / q5_1: m, q4_K / q5_K:
+//                             -dmin * m_j; 0 for the others)
+// MatMulKQuant computes, for each row and token, over the 32-value blocks b of the packed activations
+// (dx_b, xq, s_b = sum of the block's xq):
+//   y = sum of the float lanes of fold_b fma(float(int32 dot of each 16 values), scale * dx_b, acc)
+//       + fold_b fma(min_b, dx_b * s_b, m)
+// in an order that depends on neither the batch nor the row slice, so a batch gives the same bits
+// as its tokens one at a time and any thread split the same bits as one slice.
+constexpr bool UsesExpandedRows(DType t) { return DTypeIsQuantized(t) && !DTypeIsQ8OrQ4_0(t); }
+constexpr bool ExpandedHasMins(DType t) {
+  return t == DType::kQ4_1 || t == DType::kQ5_1 || t == DType::kQ4_K || t == DType::kQ5_K;
+}
+constexpr size_t ExpandedRowBytes(size_t cols) { return cols + cols / 16 * 4 + cols / 32 * 4; }
+// Rows [r0, r1) of `w` (a type UsesExpandedRows) into `out` (ExpandedRowBytes(cols) per row).
+void ExpandRows(const TensorView& w, size_t r0, size_t r1, uint8_t* out);
+// MatMul for those types; reads w.repacked (the expanded copy, from row 0 of w) when set, else
+// expands the rows it needs into per-thread scratch (the same bits). Requires a.packed.
+void MatMulKQuant(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+                  size_t row_end);
+
 // Bytes of the interleaved copy of `w`, or 0 when the running target has no use for one (other
-// types, other targets). InterleaveWeights fills `out` (64-byte aligned). PrepareWeights makes
+// types, other targets; the types above always have their expanded copy). InterleaveWeights fills `out` (64-byte aligned). PrepareWeights makes
 // these copies for a model; tests and the benchmark make them directly.
 size_t InterleavedWeightBytes(const TensorView& w);
 void InterleaveWeights(const TensorView& w, void* out);

@@ -1,7 +1,8 @@
 // Weight preparation: a model hands its matrices to the kernels once, at load, and the kernels of
 // the running SIMD target may repack them into a layout of their own (today the AVX-512 VNNI
 // kernels' 16-row interleave of q8_0/q4_0 matrices, or the 4-row panels of Arm's dot-product
-// kernels, kernels/matmul_internal.h). Callers see only
+// kernels; on every target the expanded rows of q4_1, q5_0, q5_1, q4_K, q5_K and q6_K matrices:
+// int8 levels with float scales, 1.375 bytes a value; kernels/matmul_internal.h). Callers see only
 // KernelMatrix::repacked (opaque) and an owner object; layouts, buffers and the environment switch
 // stay in kernels/.
 #pragma once

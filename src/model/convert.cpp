@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <memory>
 
@@ -89,11 +90,14 @@ std::string ModelDir(const std::string& source) {
 }
 
 // Warnings about the source's quantized matrices that must be decoded and re-encoded.
-std::vector<std::string> RequantizeWarnings(const Model& model, const std::vector<TensorSpec>& specs, DType type) {
+std::vector<std::string> RequantizeWarnings(const Model& model, const std::vector<TensorSpec>& specs,
+                                            const ConvertOptions& options) {
+  const DType type = options.type;
   std::vector<std::string> from;
   for (const TensorSpec& s : specs) {
     const TensorView* m = model.Matrix(s);
-    if (m == nullptr || !DTypeIsQuantized(m->dtype) || m->dtype == type) continue;
+    const DType target = TensorConvertType(PresetTensorType(options.preset, type, s, model.config().num_layers), s.cols);
+    if (m == nullptr || !DTypeIsQuantized(m->dtype) || m->dtype == target) continue;
     const std::string t = DTypeName(m->dtype);
     if (std::find(from.begin(), from.end(), t) == from.end()) from.push_back(t);
   }
@@ -107,9 +111,71 @@ std::vector<std::string> RequantizeWarnings(const Model& model, const std::vecto
 
 }  // namespace
 
+DType TensorConvertType(DType type, size_t cols) {
+  if (cols % DTypeBlockSize(type) == 0) return type;
+  // llama.cpp's fallbacks for a K type on rows that are not whole super-blocks.
+  switch (type) {
+    case DType::kQ4_K: return DType::kQ5_0;
+    case DType::kQ5_K: return DType::kQ5_1;
+    case DType::kQ6_K: return DType::kQ8_0;
+    default: return type;  // not reached for shapes that pass the config checks (multiples of 32)
+  }
+}
+
+DType PresetTensorType(QuantPreset preset, DType type, const TensorSpec& spec, int num_layers) {
+  if (preset == QuantPreset::kNone || spec.role == TensorRole::kNorm) return type;
+  if (spec.role == TensorRole::kEmbedding) return DType::kQ6_K;  // the tied output head
+  const bool more_bits_tensor = spec.gguf_name.ends_with(".attn_v.weight") || spec.gguf_name.ends_with(".ffn_down.weight");
+  // llama.cpp's use_more_bits(i, n).
+  const int i = spec.layer, n = num_layers;
+  const bool more_bits = i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+  return more_bits_tensor && more_bits ? DType::kQ6_K : type;
+}
+
+namespace {
+struct PresetName {
+  const char* name;
+  QuantPreset preset;
+  DType base;
+  uint32_t file_type;
+};
+constexpr PresetName kPresets[] = {{"q4_K_M", QuantPreset::kQ4_K_M, DType::kQ4_K, 15},
+                                   {"q5_K_M", QuantPreset::kQ5_K_M, DType::kQ5_K, 17}};
+}  // namespace
+
+Status ParseConvertTarget(const std::string& name, ConvertOptions* options) {
+  for (const PresetName& p : kPresets) {
+    if (name.size() == std::string_view(p.name).size() &&
+        std::equal(name.begin(), name.end(), p.name, [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
+      options->type = p.base;
+      options->preset = p.preset;
+      return Status::Ok();
+    }
+  }
+  auto t = DTypeFromName(name);
+  if (!t.ok()) return InvalidArgument("unknown type '" + name + "' (expected " + WeightTypeNames() + ", or a preset: q4_K_M, q5_K_M)");
+  options->type = *t;
+  options->preset = QuantPreset::kNone;
+  return Status::Ok();
+}
+
+std::string ConvertTargetName(DType type, QuantPreset preset) {
+  for (const PresetName& p : kPresets) {
+    if (p.preset == preset) return p.name;
+  }
+  return DTypeName(type);
+}
+
+uint32_t GgufFileType(DType t, QuantPreset preset) {
+  for (const PresetName& p : kPresets) {
+    if (p.preset == preset) return p.file_type;
+  }
+  return GgufFileType(t);
+}
+
 Result<DType> ParseConvertType(const std::string& name) {
   auto t = DTypeFromName(name);
-  if (!t.ok()) return InvalidArgument("unknown type '" + name + "' (expected f32, f16, bf16, q8_0 or q4_0)");
+  if (!t.ok()) return InvalidArgument("unknown type '" + name + "' (expected " + WeightTypeNames() + ")");
   return t;
 }
 
@@ -130,11 +196,11 @@ Result<ConvertResult> ConvertToGguf(const std::string& source, const std::string
   FGEMMA_TRY(GgufWriter w, GgufWriter::Create(out_path));
   if (from_gguf) {
     FGEMMA_TRY(GgufFile src, GgufFile::Open(source));
-    FGEMMA_RETURN_IF_ERROR(CopyGgufMetadata(src, options.name, options.type, w));
+    FGEMMA_RETURN_IF_ERROR(CopyGgufMetadata(src, options.name, GgufFileType(options.type, options.preset), w));
   } else {
     const std::string dir = ModelDir(source);
     const std::string name = options.name.empty() ? BaseName(dir) : options.name;
-    FGEMMA_RETURN_IF_ERROR(AddHfMetadata(config, dir, name, options.type, w));
+    FGEMMA_RETURN_IF_ERROR(AddHfMetadata(config, dir, name, GgufFileType(options.type, options.preset), w));
   }
 
   const std::vector<TensorSpec> specs = TensorsInGgufOrder(config);
@@ -143,18 +209,31 @@ Result<ConvertResult> ConvertToGguf(const std::string& source, const std::string
   result.type = options.type;
   result.source_type = model->weight_type_name();
   result.tensor_count = specs.size();
-  result.warnings = RequantizeWarnings(*model, specs, options.type);
+  result.warnings = RequantizeWarnings(*model, specs, options);
   if (lora && DTypeIsQuantized(model->embedding().dtype))
     result.warnings.push_back("the LoRA adapter is merged into dequantized " + std::string(DTypeName(model->embedding().dtype)) +
                               " weights; merge into the original float weights when you can");
+  auto tensor_type = [&](const TensorSpec& s) {
+    if (model->Norm(s) != nullptr) return DType::kF32;
+    return TensorConvertType(PresetTensorType(options.preset, options.type, s, config.num_layers), s.cols);
+  };
+  size_t fallbacks = 0;
+  for (const TensorSpec& s : specs) {
+    const DType chosen = PresetTensorType(options.preset, options.type, s, config.num_layers);
+    fallbacks += model->Norm(s) == nullptr && TensorConvertType(chosen, s.cols) != chosen;
+  }
+  if (fallbacks > 0) {
+    result.warnings.push_back(std::to_string(fallbacks) +
+                              " matrices have rows that are not a multiple of 256 values: their K type is written as "
+                              "llama.cpp's fallback (q4_K as q5_0, q5_K as q5_1, q6_K as q8_0)");
+  }
   if (options.warning) {
     for (const std::string& warning : result.warnings) options.warning(warning);
   }
 
   Progress progress{options};
   for (const TensorSpec& s : specs) {
-    const bool is_norm = model->Norm(s) != nullptr;
-    const DType type = is_norm ? DType::kF32 : options.type;
+    const DType type = tensor_type(s);
     FGEMMA_RETURN_IF_ERROR(w.DeclareTensor(s.gguf_name, type, GgufDims(s)));
     progress.total += s.rows * RowBytes(type, s.cols);
   }
@@ -164,7 +243,7 @@ Result<ConvertResult> ConvertToGguf(const std::string& source, const std::string
       FGEMMA_RETURN_IF_ERROR(w.WriteTensorData(s.gguf_name, norm->data(), norm->size() * sizeof(float)));
       progress.Advance(norm->size() * sizeof(float));
     } else if (const TensorView* m = model->Matrix(s)) {
-      FGEMMA_RETURN_IF_ERROR(WriteMatrix(w, s.gguf_name, *m, options.type, progress, lora ? lora->ForTensor(s) : nullptr));
+      FGEMMA_RETURN_IF_ERROR(WriteMatrix(w, s.gguf_name, *m, tensor_type(s), progress, lora ? lora->ForTensor(s) : nullptr));
     } else {
       return Internal("convert: tensor '" + s.gguf_name + "' has no source");
     }

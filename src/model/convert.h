@@ -18,13 +18,22 @@
 #include <vector>
 
 #include "model/lora_adapter.h"
+#include "model/tensor_list.h"
 #include "util/status.h"
 #include "util/tensor.h"
 
 namespace fgemma {
 
+// llama-quantize's K-quant presets, with the per-tensor types it picks for a Gemma 3 model
+// (llama_tensor_get_type): Q4_K_M / Q5_K_M write q4_K / q5_K, except q6_K for the tied embedding
+// and for attn_v and ffn_down in the layers llama.cpp gives more bits (the first and last eighth,
+// and every third between); then each matrix takes TensorConvertType's fallback where its rows
+// are not whole super-blocks (for the 270m: exactly the mix of llama.cpp's files).
+enum class QuantPreset : uint8_t { kNone, kQ4_K_M, kQ5_K_M };
+
 struct ConvertOptions {
-  DType type = DType::kBF16;
+  DType type = DType::kBF16;  // with a preset: its base type (q4_K, q5_K)
+  QuantPreset preset = QuantPreset::kNone;
   // general.name ("" = the Hugging Face directory's name, or the GGUF source's own name).
   std::string name;
   // Called after each block of rows with the tensor bytes written so far and in all.
@@ -57,11 +66,25 @@ struct ConvertResult {
 // Errors: NotFound (source or tokenizer missing), IoError (output not writable), the loaders' errors.
 Result<ConvertResult> ConvertToGguf(const std::string& source, const std::string& out_path, const ConvertOptions& options);
 
-// Parses a target type: f32, f16, bf16, q8_0 or q4_0 (InvalidArgument naming them otherwise).
+// Parses a target type: one of util/weight_types.h's names (InvalidArgument naming them otherwise).
 Result<DType> ParseConvertType(const std::string& name);
+// Sets options->type and options->preset from a type name or a preset name (q4_K_M, q5_K_M;
+// case-insensitive).
+Status ParseConvertTarget(const std::string& name, ConvertOptions* options);
+// The preset's name ("q4_K_M"), or the type's when there is none.
+std::string ConvertTargetName(DType type, QuantPreset preset);
+// The type the preset gives tensor `spec` of a model of `num_layers` layers (before the fallback).
+DType PresetTensorType(QuantPreset preset, DType type, const TensorSpec& spec, int num_layers);
+
+// The type a matrix of `cols`-value rows is written in for target `type`: `type`, or for a K type
+// whose 256-value super-blocks do not divide the rows llama.cpp's fallback (q4_K -> q5_0,
+// q5_K -> q5_1, q6_K -> q8_0; FunctionGemma's 640-wide rows take it), with a warning.
+DType TensorConvertType(DType type, size_t cols);
 
 // llama.cpp's general.file_type (enum llama_ftype) for a file mostly of type `t` (the weight
 // table's gguf_file_type).
 uint32_t GgufFileType(DType t);
+// ... or llama.cpp's for a preset (Q4_K_M 15, Q5_K_M 17).
+uint32_t GgufFileType(DType t, QuantPreset preset);
 
 }  // namespace fgemma

@@ -110,7 +110,7 @@ Status CheckId(const char* what, int64_t id, int32_t vocab_size) {
 
 }  // namespace
 
-Status AddHfMetadata(const ModelConfig& c, const std::string& model_dir, const std::string& name, DType type,
+Status AddHfMetadata(const ModelConfig& c, const std::string& model_dir, const std::string& name, uint32_t file_type,
                      GgufWriter& w) {
   GgufVocab vocab;
   {
@@ -164,11 +164,11 @@ Status AddHfMetadata(const ModelConfig& c, const std::string& model_dir, const s
     }
     add(AddGgufKey(w, k::kChatTemplates, names));
   }
-  add(AddGgufKey(w, k::kFileType, GgufFileType(type)));
+  add(AddGgufKey(w, k::kFileType, file_type));
   return add.status;
 }
 
-Status CopyGgufMetadata(const GgufFile& source, const std::string& name, DType type, GgufWriter& w) {
+Status CopyGgufMetadata(const GgufFile& source, const std::string& name, uint32_t file_type, GgufWriter& w) {
   namespace k = gguf_key;
   FirstError add;
   bool has_name = false, has_file_type = false;
@@ -177,14 +177,14 @@ Status CopyGgufMetadata(const GgufFile& source, const std::string& name, DType t
       add(AddGgufKey(w, k::kName, name));
       has_name = true;
     } else if (kv.key == k::kFileType.name) {
-      add(AddGgufKey(w, k::kFileType, GgufFileType(type)));
+      add(AddGgufKey(w, k::kFileType, file_type));
       has_file_type = true;
     } else {
       add(w.AddValue(kv.key, kv.value));
     }
   }
   if (!has_name && !name.empty()) add(AddGgufKey(w, k::kName, name));
-  if (!has_file_type) add(AddGgufKey(w, k::kFileType, GgufFileType(type)));
+  if (!has_file_type) add(AddGgufKey(w, k::kFileType, file_type));
   return add.status;
 }
 

@@ -2,6 +2,7 @@
 // file's keys carried over.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "io/gguf.h"
@@ -19,11 +20,11 @@ namespace fgemma {
 // chat_template.jinja wins when present, as in transformers) and general.file_type.
 // Special ids: bos, eos (the first of config.json's eos_token_id) and pad from config.json, unk from
 // tokenizer.json. llama.cpp ends generation at <end_of_turn> by its text, so eos stays <eos>.
-Status AddHfMetadata(const ModelConfig& config, const std::string& model_dir, const std::string& name, DType type,
-                     GgufWriter& writer);
+Status AddHfMetadata(const ModelConfig& config, const std::string& model_dir, const std::string& name,
+                     uint32_t file_type, GgufWriter& writer);
 
-// Every key of `source`, in order, with general.file_type replaced (or appended) for `type`, and
+// Every key of `source`, in order, with general.file_type replaced (or appended) by `file_type`, and
 // general.name replaced by `name` unless it is empty.
-Status CopyGgufMetadata(const GgufFile& source, const std::string& name, DType type, GgufWriter& writer);
+Status CopyGgufMetadata(const GgufFile& source, const std::string& name, uint32_t file_type, GgufWriter& writer);
 
 }  // namespace fgemma

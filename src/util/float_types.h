@@ -26,4 +26,15 @@ inline uint16_t F32ToBf16(float f) {
 float F16ToF32(uint16_t h);
 uint16_t F32ToF16(float f);  // round to nearest even, overflow to inf
 
+// An f16 at a byte address (any alignment; the block formats' scales), read or written.
+inline float LoadF16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return F16ToF32(h);
+}
+inline void StoreF16(uint8_t* p, float v) {
+  const uint16_t h = F32ToF16(v);
+  std::memcpy(p, &h, 2);
+}
+
 }  // namespace fgemma

@@ -9,10 +9,6 @@ namespace fgemma {
 
 namespace {
 
-void StoreF16(uint8_t* p, float v) {
-  const uint16_t h = F32ToF16(v);
-  std::memcpy(p, &h, 2);
-}
 
 uint16_t LoadU16(const uint8_t* p) {
   uint16_t h;
@@ -97,15 +93,7 @@ void QuantizeRowQ4_0(const float* x, size_t n, void* out) {
   constexpr size_t kN = kQuantBlockValues, kHalf = kN / 2;
   auto* p = static_cast<uint8_t*>(out);
   for (size_t b = 0; b < n / kN; ++b, x += kN, p += sizeof(BlockQ4_0)) {
-    float amax = 0.0f;
-    float max = 0.0f;  // signed value of the first element with the largest magnitude
-    for (size_t j = 0; j < kN; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -8.0f;
+    const float d = LargestMagnitude(x, kN) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     StoreF16(p + offsetof(BlockQ4_0, d), d);
     auto nibble = [id](float v) -> uint8_t {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 
 namespace fgemma {
 
@@ -13,9 +14,21 @@ Result<DType> DTypeFromName(const std::string& name) {
   if (n == "float16") return DType::kF16;
   if (n == "bfloat16") return DType::kBF16;
   for (const WeightTypeInfo& w : kWeightTypes) {
-    if (n == w.name) return w.dtype;
+    std::string lower = w.name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (n == lower) return w.dtype;
   }
-  return InvalidArgument("unknown tensor type '" + name + "' (expected f32, f16, bf16, q8_0 or q4_0)");
+  return InvalidArgument("unknown tensor type '" + name + "' (expected " + WeightTypeNames() + ")");
+}
+
+std::string WeightTypeNames() {
+  std::string names;
+  const size_t count = std::size(kWeightTypes);
+  for (size_t i = 0; i < count; ++i) {
+    names += i == 0 ? "" : (i + 1 == count ? " or " : ", ");
+    names += kWeightTypes[i].name;
+  }
+  return names;
 }
 
 Status QuantizeRow(DType type, const float* x, size_t n, void* out) {

@@ -271,6 +271,27 @@ TEST_F(GgufMalformed, TensorTypes) {
   EXPECT_TRUE(Contains(f->GetTensorView("a").status().message(), "ggml tensor type I8 is not supported"));
 }
 
+// The K-quant presets' types are sized by their blocks: a row that is no whole number of
+// super-blocks, or data past the end of the file, names the tensor and the offset.
+TEST_F(GgufMalformed, KQuantTensorSizes) {
+  PutU32(b_, l_.t_type[1], 12);  // 'b' [64, 2] as Q4_K: 64 is not a multiple of 256
+  ExpectError(b_, ErrorCode::kCorruptFile,
+              {"tensor 'b' ne[0] at offset " + std::to_string(l_.t_ndims[1] + 4),
+               "row length 64 is not a multiple of the Q4_K block size 256"});
+  b_ = good_;
+  PutU32(b_, l_.t_type[2], 14);           // 'c' as Q6_K ...
+  PutU64(b_, l_.t_ndims[2] + 4, 256 * 4);  // ... of 4 super-blocks: 840 bytes, past the end
+  ExpectError(b_, ErrorCode::kCorruptFile, {"tensor 'c' offset", "runs past the end of the file"});
+  b_ = good_;
+  PutU32(b_, l_.t_type[0], 6);  // 'a' [32, 2] as Q5_0: 44 of its 256 bytes, a valid view
+  auto f = Parse(b_);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto v = f->GetTensorView("a");
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->dtype, DType::kQ5_0);
+  EXPECT_EQ(v->bytes(), 44u);
+}
+
 TEST_F(GgufMalformed, TensorOffsets) {
   auto f = Parse(good_);
   const uint64_t off_b = f->tensors()[1].offset;

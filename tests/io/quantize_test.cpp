@@ -232,7 +232,7 @@ TEST(WeightTypes, TableAgreesWithGgufAndNames) {
     EXPECT_EQ(DTypeFromName(w.name).value(), w.dtype);
     EXPECT_EQ(DTypeIsQuantized(w.dtype), w.int8_activations) << w.name;
   }
-  EXPECT_EQ(DTypeFromGgmlType(12).status().code(), ErrorCode::kUnsupported);  // Q4_K
+  EXPECT_EQ(DTypeFromGgmlType(11).status().code(), ErrorCode::kUnsupported);  // Q3_K
 }
 
 }  // namespace

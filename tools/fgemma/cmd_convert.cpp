@@ -39,11 +39,9 @@ class ProgressBar {
 };
 
 int RunConvert(const ConvertArgs& a) {
-  auto type = ParseConvertType(a.type);
-  if (!type.ok()) return Fail("--type: " + type.status().message());
-  ProgressBar bar(isatty(STDERR_FILENO) != 0);
   ConvertOptions options;
-  options.type = type.value();
+  if (Status st = ParseConvertTarget(a.type, &options); !st.ok()) return Fail("--type: " + st.message());
+  ProgressBar bar(isatty(STDERR_FILENO) != 0);
   options.name = a.name;
   if (!a.lora.empty()) {
     auto spec = ParseLoraSpec(a.lora);
@@ -57,7 +55,8 @@ int RunConvert(const ConvertArgs& a) {
   bar.Finish();
   if (!result.ok()) return Fail(result.status().ToString());
   // One line for scripts and tests: peak RSS is the whole process's, conversion included.
-  std::printf("wrote %s: %s, %.1f MB, %.2f s, peak RSS %.1f MB\n", result->path.c_str(), DTypeName(result->type),
+  std::printf("wrote %s: %s, %.1f MB, %.2f s, peak RSS %.1f MB\n", result->path.c_str(),
+              ConvertTargetName(result->type, options.preset).c_str(),
               result->file_bytes / 1e6, NowSeconds() - start, PeakRssBytes() / 1e6);
   return 0;
 }
@@ -66,7 +65,7 @@ const CommandRegistration kConvert(60, [](CLI::App& app) -> std::function<int()>
   auto a = std::make_shared<ConvertArgs>();
   auto* cmd = app.add_subcommand("convert", "Convert a Hugging Face directory or GGUF file to a GGUF file (llama.cpp layout)");
   cmd->add_option("--model", a->model, "model directory, .safetensors or .gguf")->required();
-  cmd->add_option("--type", a->type, "f32, f16, bf16, q8_0 or q4_0")->required();
+  cmd->add_option("--type", a->type, WeightTypeNames() + ", or llama.cpp's preset q4_K_M / q5_K_M")->required();
   cmd->add_option("--out", a->out, "output .gguf file")->required();
   cmd->add_option("--lora", a->lora,
                   "PEFT LoRA adapter directory merged into the weights (in float32) before they are written or "

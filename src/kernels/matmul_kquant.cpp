@@ -1,0 +1,237 @@
+// MatMul for q4_1, q5_0, q5_1, q4_K, q5_K and q6_K weights: the expanded rows of
+// kernels/matmul_internal.h (int8 levels, a float scale per 16 values, a float minimum per 32)
+// against the int8 packed activations every quantized type shares (QuantLayout).
+//
+// Per row and token: each 16 values' int32 dot (exact; |level| <= 63, |xq| <= 127) is scaled by
+// scale * dx_b and accumulated lane-wise in float32, the lanes summed at the end; the minimums add
+// min_b * dx_b * s_b (s_b the sum of the block's xq, from the packed record) in a scalar fold. The
+// only approximation beyond float32 rounding is the activations' int8 rounding, as for q8_0 / q4_0
+// (kernels/matmul_quant.cpp). Block dots: maddubs + madd a block a 256-bit vector on AVX2 and the
+// AVX-512 targets, portable Highway code elsewhere (NEON, SSE4, scalar).
+#include "kernels/simd_config.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/matmul_kquant.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/matmul_internal.h"
+#include "kernels/simd_common-inl.h"
+
+#include <vector>
+
+HWY_BEFORE_NAMESPACE();
+namespace fgemma {
+namespace HWY_NAMESPACE {
+namespace {
+
+using D16 = hn::CappedTag<int16_t, 16>;
+using D32 = hn::RepartitionToWide<D16>;
+using DF = hn::Rebind<float, D32>;
+using D8 = hn::Rebind<int8_t, D16>;
+constexpr size_t kLanes16 = hn::MaxLanes(D16());
+constexpr size_t kChunks = 16 / kLanes16;  // vectors per 16 values
+
+struct ExpandedJob {
+  const uint8_t* rows;  // the expanded row of the first output row
+  size_t row_bytes;
+  size_t cols;
+  const uint8_t* x;  // packed activations
+  size_t x_stride;
+  kernels_internal::QuantLayout layout;
+  float* y;  // y[t * y_stride + r] for rows r counted from the first
+  size_t y_stride;
+  const float* min_weights = nullptr;  // [tokens][blocks] MinWeights (types with minimums)
+};
+
+// The minimums' term of one row and token: sum_b min_b * t_b with t_b = dx_b * s_b (the token's
+// MinWeights), a float dot product in a fixed order (vector lanes, then the lane sum, then the
+// tail), the same whatever the batch or slice.
+// `mins` is read as bytes: an expanded row need not be 4-byte aligned (float loads from an unaligned
+// address fault on 32-bit Arm).
+HWY_INLINE float MinFold(const uint8_t* mins, const float* t, size_t nb) {
+  const hn::ScalableTag<float> df;
+  const size_t n = hn::Lanes(df);
+  HWY_ALIGN float chunk[hn::MaxLanes(df)];
+  auto acc = hn::Zero(df);
+  size_t b = 0;
+  for (; b + n <= nb; b += n) {
+    std::memcpy(chunk, mins + 4 * b, 4 * n);
+    acc = hn::MulAdd(hn::Load(df, chunk), hn::LoadU(df, t + b), acc);
+  }
+  float m = SumOfVector(df, acc);
+  for (; b < nb; ++b) {
+    float min;
+    std::memcpy(&min, mins + 4 * b, 4);
+    m = std::fma(min, t[b], m);
+  }
+  return m;
+}
+
+// t_b = dx_b * s_b of one token's packed record (s_b from its -128 * s_b).
+void MinWeights(const kernels_internal::QuantLayout& layout, const uint8_t* x, float* t) {
+  for (size_t b = 0; b < layout.blocks; ++b) {
+    float dx;
+    int32_t start;
+    std::memcpy(&dx, x + layout.d8_offset + 32 * b, 4);
+    std::memcpy(&start, x + layout.bsum_offset + 8 * b, 4);
+    t[b] = dx * static_cast<float>(start / -128);
+  }
+}
+
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// AVX2 (and the AVX-512 targets, which run the same instructions: a vpdpbusd version waits for a
+// machine to test it on): a block a vector; maddubs(|w|, sign(x, w)) + madd gives 8 int32 lanes,
+// 0-3 the first 16 values, 4-7 the second (|w| <= 32, |x| <= 127: the int16 pair sums cannot
+// saturate).
+template <size_t kT>
+HWY_INLINE void RowDots(const ExpandedJob& job, const int8_t* q, const uint8_t* scales, const uint8_t* const* x,
+                        float* out) {
+  const size_t nb = job.cols / kQuantBlockValues;
+  __m256 acc[kT];
+  for (size_t t = 0; t < kT; ++t) acc[t] = _mm256_setzero_ps();
+  for (size_t b = 0; b < nb; ++b) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * b));
+    const __m256i wabs = _mm256_sign_epi8(w, w);
+    float s[2];
+    std::memcpy(s, scales + 8 * b, 8);
+    const __m256 sc = _mm256_set_m128(_mm_set1_ps(s[1]), _mm_set1_ps(s[0]));
+    for (size_t t = 0; t < kT; ++t) {
+      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t] + 32 * b));
+      const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(xq, w)), _mm256_set1_epi16(1));
+      const __m256 dx = _mm256_loadu_ps(reinterpret_cast<const float*>(x[t] + job.layout.d8_offset + 32 * b));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(sc, dx), acc[t]);
+    }
+  }
+  const hn::Full256<float> df;
+  for (size_t t = 0; t < kT; ++t) out[t] = SumOfVector(df, hn::Vec256<float>{acc[t]});
+}
+#else
+// Portable Highway code: int16 lanes (at most 16, so a vector never straddles two scales),
+// widening multiply-accumulate.
+template <size_t kT>
+HWY_INLINE void RowDots(const ExpandedJob& job, const int8_t* q, const uint8_t* scales, const uint8_t* const* x,
+                        float* out) {
+  const D16 d16;
+  const D32 d32;
+  const DF df;
+  const D8 d8;
+  hn::Vec<DF> acc[kT];
+  for (size_t t = 0; t < kT; ++t) acc[t] = hn::Zero(df);
+  const size_t nb = job.cols / kQuantBlockValues;
+  for (size_t b = 0; b < nb; ++b) {
+    hn::Vec<D16> w[2 * kChunks];
+    for (size_t c = 0; c < 2 * kChunks; ++c) w[c] = hn::PromoteTo(d16, hn::LoadU(d8, q + 32 * b + c * kLanes16));
+    float scale[2];
+    std::memcpy(scale, scales + 8 * b, 8);
+    for (size_t t = 0; t < kT; ++t) {
+      const auto* xq = reinterpret_cast<const int8_t*>(x[t] + 32 * b);
+      float dx;
+      std::memcpy(&dx, x[t] + job.layout.d8_offset + 32 * b, 4);
+      for (size_t h = 0; h < 2; ++h) {
+        auto s0 = hn::Zero(d32), s1 = hn::Zero(d32);
+        for (size_t c = h * kChunks; c < (h + 1) * kChunks; ++c) {
+          s0 = hn::ReorderWidenMulAccumulate(d32, w[c], hn::PromoteTo(d16, hn::LoadU(d8, xq + c * kLanes16)), s0, s1);
+        }
+        acc[t] = hn::MulAdd(hn::ConvertTo(df, hn::Add(s0, s1)), hn::Set(df, scale[h] * dx), acc[t]);
+      }
+    }
+  }
+  for (size_t t = 0; t < kT; ++t) out[t] = SumOfVector(df, acc[t]);
+}
+#endif
+
+// One row against kT tokens: every token's output takes the same operations whatever kT (the
+// tokens share only the loaded weights).
+template <bool kMins, size_t kT>
+HWY_NOINLINE void RowTokens(const ExpandedJob& job, size_t r, size_t token) {
+  const uint8_t* row = job.rows + r * job.row_bytes;
+  const uint8_t* scales = row + job.cols;
+  const uint8_t* x[kT];
+  for (size_t t = 0; t < kT; ++t) x[t] = job.x + (token + t) * job.x_stride;
+  float dots[kT];
+  RowDots<kT>(job, reinterpret_cast<const int8_t*>(row), scales, x, dots);
+  const size_t nb = job.cols / kQuantBlockValues;
+  for (size_t t = 0; t < kT; ++t) {
+    float m = 0.0f;
+    if constexpr (kMins) {
+      m = MinFold(scales + job.cols / 16 * 4, job.min_weights + (token + t) * nb, nb);
+    }
+    job.y[(token + t) * job.y_stride + r] = dots[t] + m;
+  }
+}
+
+template <bool kMins>
+void RunRows(const ExpandedJob& job, size_t rows, size_t tokens) {
+  constexpr size_t kTokens = 4;
+  for (size_t r = 0; r < rows; ++r) {
+    size_t t = 0;
+    for (; t + kTokens <= tokens; t += kTokens) RowTokens<kMins, kTokens>(job, r, t);
+    switch (tokens - t) {
+      case 3: RowTokens<kMins, 3>(job, r, t); break;
+      case 2: RowTokens<kMins, 2>(job, r, t); break;
+      case 1: RowTokens<kMins, 1>(job, r, t); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace
+
+// Rows [0, rows) of the expanded rows at `expanded` into y (column offset included by the caller).
+void MatMulExpandedImpl(const uint8_t* expanded, size_t cols, bool mins, const Activations& a, float* y,
+                        size_t y_stride, size_t rows) {
+  ExpandedJob job;
+  job.rows = expanded;
+  job.row_bytes = kernels_internal::ExpandedRowBytes(cols);
+  job.cols = cols;
+  job.x = static_cast<const uint8_t*>(a.packed);
+  job.x_stride = a.packed_stride;
+  job.layout = kernels_internal::QuantLayoutFor(cols);
+  job.y = y;
+  job.y_stride = y_stride;
+  if (mins) {
+    // Per thread, grown to the largest batch once (no allocation in steady decoding).
+    thread_local std::vector<float> min_weights;
+    if (min_weights.size() < a.num_tokens * job.layout.blocks) min_weights.resize(a.num_tokens * job.layout.blocks);
+    for (size_t t = 0; t < a.num_tokens; ++t) MinWeights(job.layout, job.x + t * job.x_stride, min_weights.data() + t * job.layout.blocks);
+    job.min_weights = min_weights.data();
+    RunRows<true>(job, rows, a.num_tokens);
+  } else {
+    RunRows<false>(job, rows, a.num_tokens);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace fgemma
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <algorithm>
+#include <vector>
+
+namespace fgemma {
+HWY_EXPORT(MatMulExpandedImpl);
+
+namespace kernels_internal {
+void MatMulKQuant(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+                  size_t row_end) {
+  const bool mins = ExpandedHasMins(w.dtype);
+  const size_t row_bytes = ExpandedRowBytes(w.cols);
+  if (w.repacked != nullptr) {
+    HWY_DYNAMIC_DISPATCH(MatMulExpandedImpl)(static_cast<const uint8_t*>(w.repacked) + row_begin * row_bytes, w.cols,
+                                             mins, a, y + row_begin, y_stride, row_end - row_begin);
+    return;
+  }
+  // The stored layout: expand 16 rows at a time into per-thread scratch, then the same kernel.
+  constexpr size_t kChunkRows = 16;
+  thread_local std::vector<uint8_t> scratch;
+  scratch.resize(kChunkRows * row_bytes);
+  for (size_t r0 = row_begin; r0 < row_end; r0 += kChunkRows) {
+    const size_t r1 = std::min(row_end, r0 + kChunkRows);
+    ExpandRows(w, r0, r1, scratch.data());
+    HWY_DYNAMIC_DISPATCH(MatMulExpandedImpl)(scratch.data(), w.cols, mins, a, y + r0, y_stride, r1 - r0);
+  }
+}
+}  // namespace kernels_internal
+}  // namespace fgemma
+#endif  // HWY_ONCE

@@ -1,0 +1,153 @@
+// The expanded rows of q4_1, q5_0, q5_1, q4_K, q5_K and q6_K weights (layout in
+// kernels/matmul_internal.h), decoded from each format's definition (util/weight_types.h) into
+// integer levels and float32 scales and minimums, exactly: scale * q + min is the stored value.
+#include <cstring>
+
+#include "kernels/matmul_internal.h"
+#include "util/float_types.h"
+
+namespace fgemma::kernels_internal {
+
+namespace {
+
+
+// Each type's expansion of one row: levels q[cols], scales (2 a block of 32: each 16 values'),
+// minimums (1 a block). Written per type with whole blocks' bit operations: this runs over every
+// weight at load, and over each row per product in the stored layout.
+struct RowOut {
+  int8_t* q;
+  uint8_t* scales;  // float[2 * blocks], not necessarily aligned
+  uint8_t* mins;    // float[blocks]
+  void Scale(size_t i, float v) const { std::memcpy(scales + 4 * i, &v, 4); }
+  void Min(size_t i, float v) const { std::memcpy(mins + 4 * i, &v, 4); }
+};
+
+// For each qh byte, the 8 bytes its bits add to 8 nibbles, whole uint64 at a time: q5_1 keeps the
+// level v = nibble + 16 * bit (byte = nibble | 0x10); q5_0 stores v - 16 as int8, which is the
+// nibble itself where the bit is set and nibble - 16 = nibble | 0xF0 where it is clear.
+struct FifthBitTables {
+  uint64_t q5_1[256], q5_0[256];
+  constexpr FifthBitTables() : q5_1(), q5_0() {
+    for (int b = 0; b < 256; ++b) {
+      for (int k = 0; k < 8; ++k) {
+        const uint64_t set = (b >> k) & 1;
+        q5_1[b] |= (set ? uint64_t{0x10} : 0) << (8 * k);
+        q5_0[b] |= (set ? 0 : uint64_t{0xF0}) << (8 * k);
+      }
+    }
+  }
+};
+constexpr FifthBitTables kFifthBits;
+
+void ExpandQ4_1(const uint8_t* row, size_t nb, RowOut o) {
+  for (size_t b = 0; b < nb; ++b, row += sizeof(BlockQ4_1)) {
+    const float d = LoadF16(row + offsetof(BlockQ4_1, d));
+    o.Scale(2 * b, d);
+    o.Scale(2 * b + 1, d);
+    o.Min(b, LoadF16(row + offsetof(BlockQ4_1, m)));
+    int8_t v[32];
+    for (size_t k = 0; k < 16; ++k) {
+      const uint8_t byte = row[offsetof(BlockQ4_1, q) + k];
+      v[k] = static_cast<int8_t>(byte & 15);
+      v[k + 16] = static_cast<int8_t>(byte >> 4);
+    }
+    std::memcpy(o.q + 32 * b, v, 32);
+  }
+}
+
+template <bool kMin>  // Q5_1 (with m, levels as stored) or Q5_0 (levels - 16)
+void ExpandQ5(const uint8_t* row, size_t nb, RowOut o) {
+  constexpr size_t kBytes = kMin ? sizeof(BlockQ5_1) : sizeof(BlockQ5_0);
+  constexpr size_t kQh = kMin ? offsetof(BlockQ5_1, qh) : offsetof(BlockQ5_0, qh);
+  constexpr size_t kQs = kMin ? offsetof(BlockQ5_1, q) : offsetof(BlockQ5_0, q);
+  for (size_t b = 0; b < nb; ++b, row += kBytes) {
+    const float d = LoadF16(row);
+    o.Scale(2 * b, d);
+    o.Scale(2 * b + 1, d);
+    o.Min(b, kMin ? LoadF16(row + offsetof(BlockQ5_1, m)) : 0.0f);
+    // Elements 8i..8i+7 (low nibbles) and 16 + 8i.. (high nibbles) with their fifth bits from qh
+    // bytes i and 2 + i (little-endian: bit e of the u32 for element e).
+    const uint64_t* table = kMin ? kFifthBits.q5_1 : kFifthBits.q5_0;
+    int8_t v[32];
+    for (size_t i = 0; i < 2; ++i) {
+      uint64_t nibbles;
+      std::memcpy(&nibbles, row + kQs + 8 * i, 8);
+      const uint64_t lo = (nibbles & 0x0F0F0F0F0F0F0F0FULL) | table[row[kQh + i]];
+      const uint64_t hi = (nibbles >> 4 & 0x0F0F0F0F0F0F0F0FULL) | table[row[kQh + 2 + i]];
+      std::memcpy(v + 8 * i, &lo, 8);
+      std::memcpy(v + 16 + 8 * i, &hi, 8);
+    }
+    std::memcpy(o.q + 32 * b, v, 32);
+  }
+}
+
+template <bool kFive>  // Q5_K or Q4_K
+void ExpandQK(const uint8_t* row, size_t nb, RowOut o) {
+  constexpr size_t kBytes = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  constexpr size_t kQs = kFive ? offsetof(BlockQ5_K, q) : offsetof(BlockQ4_K, q);
+  for (size_t s = 0; s < nb / 8; ++s, row += kBytes) {
+    const float d = LoadF16(row + offsetof(BlockQ4_K, d)), dmin = LoadF16(row + offsetof(BlockQ4_K, dmin));
+    for (size_t j = 0; j < 8; ++j) {
+      const ScaleMin sm = KQuantScaleMin(row + offsetof(BlockQ4_K, scales), j);  // same offset in Q5_K
+      o.Scale(16 * s + 2 * j, d * static_cast<float>(sm.scale));
+      o.Scale(16 * s + 2 * j + 1, d * static_cast<float>(sm.scale));
+      o.Min(8 * s + j, -(dmin * static_cast<float>(sm.min)));
+    }
+    int8_t v[256];
+    for (size_t c = 0; c < 4; ++c) {  // 64 values: sub-blocks 2c (low nibbles) and 2c + 1 (high)
+      for (size_t l = 0; l < 32; ++l) {
+        const uint8_t byte = row[kQs + 32 * c + l];
+        int lo = byte & 15, hi = byte >> 4;
+        if constexpr (kFive) {
+          const uint8_t h = row[offsetof(BlockQ5_K, qh) + l];
+          lo |= (h >> (2 * c) & 1) << 4;
+          hi |= (h >> (2 * c + 1) & 1) << 4;
+        }
+        v[64 * c + l] = static_cast<int8_t>(lo);
+        v[64 * c + 32 + l] = static_cast<int8_t>(hi);
+      }
+    }
+    std::memcpy(o.q + 256 * s, v, 256);
+  }
+}
+
+void ExpandQ6_K(const uint8_t* row, size_t nb, RowOut o) {
+  for (size_t s = 0; s < nb / 8; ++s, row += sizeof(BlockQ6_K)) {
+    const float d = LoadF16(row + offsetof(BlockQ6_K, d));
+    for (size_t j = 0; j < 16; ++j)
+      o.Scale(16 * s + j, d * static_cast<float>(static_cast<int8_t>(row[offsetof(BlockQ6_K, scales) + j])));
+    for (size_t j = 0; j < 8; ++j) o.Min(8 * s + j, 0.0f);
+    int8_t v[256];
+    for (size_t h = 0; h < 2; ++h) {  // element 128h + 32i + l, see util/weight_types.h
+      for (size_t l = 0; l < 32; ++l) {
+        const uint8_t a = row[offsetof(BlockQ6_K, ql) + 64 * h + l], b = row[offsetof(BlockQ6_K, ql) + 64 * h + 32 + l];
+        const uint8_t top = row[offsetof(BlockQ6_K, qh) + 32 * h + l];
+        v[128 * h + l] = static_cast<int8_t>(((a & 15) | (top & 3) << 4) - 32);
+        v[128 * h + 32 + l] = static_cast<int8_t>(((b & 15) | (top >> 2 & 3) << 4) - 32);
+        v[128 * h + 64 + l] = static_cast<int8_t>(((a >> 4) | (top >> 4 & 3) << 4) - 32);
+        v[128 * h + 96 + l] = static_cast<int8_t>(((b >> 4) | (top >> 6 & 3) << 4) - 32);
+      }
+    }
+    std::memcpy(o.q + 256 * s, v, 256);
+  }
+}
+
+}  // namespace
+
+void ExpandRows(const TensorView& w, size_t r0, size_t r1, uint8_t* out) {
+  const size_t cols = w.cols, nb = cols / kQuantBlockValues, row_bytes = ExpandedRowBytes(cols);
+  for (size_t r = r0; r < r1; ++r, out += row_bytes) {
+    const RowOut o{reinterpret_cast<int8_t*>(out), out + cols, out + cols + 8 * nb};
+    switch (w.dtype) {
+      case DType::kQ4_1: ExpandQ4_1(w.row(r), nb, o); break;
+      case DType::kQ5_0: ExpandQ5<false>(w.row(r), nb, o); break;
+      case DType::kQ5_1: ExpandQ5<true>(w.row(r), nb, o); break;
+      case DType::kQ4_K: ExpandQK<false>(w.row(r), nb, o); break;
+      case DType::kQ5_K: ExpandQK<true>(w.row(r), nb, o); break;
+      case DType::kQ6_K: ExpandQ6_K(w.row(r), nb, o); break;
+      default: return;  // not an expanded type (callers check UsesExpandedRows)
+    }
+  }
+}
+
+}  // namespace fgemma::kernels_internal

@@ -1,0 +1,194 @@
+// MatMul on q4_1, q5_0, q5_1, q4_K, q5_K and q6_K weights (kernels/matmul_kquant.cpp), on every SIMD
+// target this machine runs: the expanded rows equal the format's decoder; outputs stay within the
+// activation-rounding bound of the float reference (as q8_0 / q4_0, kernels/matmul_quant.cpp); a
+// batch equals its tokens one at a time, any row split equals the whole matrix, the stored layout
+// equals the expanded copy, bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernel_test_support.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_internal.h"
+
+namespace fgemma {
+namespace kquant_matmul {
+namespace {
+
+using kernels_internal::ExpandedRowBytes;
+using kernels_internal::ExpandRows;
+using kernels_internal::InterleavedWeightBytes;
+using kernels_internal::InterleaveWeights;
+
+constexpr DType kTypes[] = {DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+
+class KQuantTarget : public test::TargetTest {};
+
+// Weights of `type` quantized from Gaussian values (a few large), stored `offset` bytes into their
+// buffer (misaligned rows); `expanded` set to the expanded copy when asked.
+struct Weights {
+  std::vector<uint8_t> storage, copy;
+  KernelMatrix view;
+};
+
+Weights MakeWeights(DType type, size_t rows, size_t cols, size_t offset, bool expanded, std::mt19937& rng) {
+  Weights w;
+  w.view.dtype = type;
+  w.view.rows = rows;
+  w.view.cols = cols;
+  w.storage.resize(w.view.bytes() + offset);
+  w.view.data = w.storage.data() + offset;
+  std::vector<float> x = test::RandomNormal(cols, rng);
+  for (size_t r = 0; r < rows; ++r) {
+    x = test::RandomNormal(cols, rng);
+    x[r % cols] *= 8.0f;
+    EXPECT_TRUE(QuantizeRow(type, x.data(), cols, w.storage.data() + offset + r * w.view.row_bytes()).ok());
+  }
+  if (expanded) {
+    EXPECT_EQ(InterleavedWeightBytes(w.view), rows * ExpandedRowBytes(cols));
+    w.copy.resize(InterleavedWeightBytes(w.view) + 1);
+    InterleaveWeights(w.view, w.copy.data() + 1);  // misaligned too
+    w.view.repacked = w.copy.data() + 1;
+  }
+  return w;
+}
+
+struct Inputs {
+  std::vector<float> x;
+  std::vector<uint8_t> packed;
+  Activations a;
+};
+
+Inputs MakeInputs(size_t tokens, size_t cols, std::mt19937& rng) {
+  Inputs in;
+  in.x = test::RandomNormal(tokens * cols, rng);
+  for (size_t i = 0; i < in.x.size(); i += 61) in.x[i] *= 30.0f;  // outlier channels
+  in.a.data = in.x.data();
+  in.a.stride = cols;
+  in.a.num_tokens = tokens;
+  in.packed.resize(PackedActivationBytes(DType::kQ4_K, cols, tokens));
+  PackActivations(DType::kQ4_K, cols, &in.a, in.packed.data());
+  return in;
+}
+
+size_t ColsFor(DType type, size_t i) {
+  const size_t k_cols[] = {256, 1024, 512}, legacy_cols[] = {32, 640, 96};
+  return WeightType(type).block_size == 256 ? k_cols[i] : legacy_cols[i];
+}
+
+// Each expanded value (scale * level + min) is the decoder's value.
+TEST(KQuantExpand, MatchesTheDecoder) {
+  std::mt19937 rng(5);
+  for (DType type : kTypes) {
+    const size_t rows = 3, cols = ColsFor(type, 1);
+    Weights w = MakeWeights(type, rows, cols, 0, false, rng);
+    std::vector<uint8_t> expanded(rows * ExpandedRowBytes(cols));
+    ExpandRows(w.view, 0, rows, expanded.data());
+    std::vector<float> decoded(cols);
+    for (size_t r = 0; r < rows; ++r) {
+      DequantizeRow(w.view, r, decoded.data());
+      const uint8_t* row = expanded.data() + r * ExpandedRowBytes(cols);
+      for (size_t k = 0; k < cols; ++k) {
+        float scale, min;
+        std::memcpy(&scale, row + cols + k / 16 * 4, 4);
+        std::memcpy(&min, row + cols + cols / 16 * 4 + k / 32 * 4, 4);
+        const float v = scale * static_cast<float>(static_cast<int8_t>(row[k])) + min;
+        ASSERT_NEAR(v, decoded[k], 1e-6f * std::fabs(decoded[k])) << DTypeName(type) << " row " << r << " col " << k;
+      }
+    }
+  }
+}
+
+// Against the float reference: the activations' int8 rounding (at most amax_b / 254 an element) is
+// the only approximation beyond float32 rounding.
+TEST_P(KQuantTarget, WithinActivationRoundingOfFloatReference) {
+  std::mt19937 rng(11);
+  for (DType type : kTypes) {
+    for (size_t shape = 0; shape < 3; ++shape) {
+      const size_t cols = ColsFor(type, shape), rows = 1 + 8 * shape, tokens = 1 + 3 * shape;
+      Weights w = MakeWeights(type, rows, cols, shape, shape != 1, rng);
+      Inputs in = MakeInputs(tokens, cols, rng);
+      std::vector<float> y(tokens * rows), ref(tokens * rows);
+      MatMul(w.view, in.a, y.data(), rows, 0, rows);
+      MatMulReference(w.view, in.a, ref.data(), rows, 0, rows);
+      std::vector<float> row(cols);
+      for (size_t r = 0; r < rows; ++r) {
+        DequantizeRow(w.view, r, row.data());
+        for (size_t t = 0; t < tokens; ++t) {
+          const float* x = in.x.data() + t * cols;
+          double bound = 0, s = 0;
+          for (size_t b = 0; b < cols / 32; ++b) {
+            double amax = 0, wsum = 0;
+            for (size_t k = 32 * b; k < 32 * b + 32; ++k) {
+              amax = std::max(amax, std::fabs(static_cast<double>(x[k])));
+              wsum += std::fabs(row[k]);
+              s += std::fabs(static_cast<double>(row[k]) * x[k]);
+            }
+            bound += amax / 254 * wsum * (1 + 1.0 / 1024);
+          }
+          bound += 4 * (cols + 8) * s / (1 << 24);
+          ASSERT_LE(std::fabs(y[t * rows + r] - ref[t * rows + r]), bound)
+              << DTypeName(type) << " cols " << cols << " row " << r << " token " << t;
+        }
+      }
+    }
+  }
+}
+
+// The exactness contracts: batch = tokens one at a time; any row split = the whole matrix; the stored
+// layout (expanded on the fly) = the expanded copy; MatMulRows = those rows of the whole matrix.
+TEST_P(KQuantTarget, BatchSplitAndLayoutGiveTheSameBits) {
+  std::mt19937 rng(23);
+  for (DType type : kTypes) {
+    const size_t rows = 37, cols = ColsFor(type, 1), tokens = 9;
+    Weights copy = MakeWeights(type, rows, cols, 3, true, rng);
+    KernelMatrix stored = copy.view;
+    stored.repacked = nullptr;
+    Inputs in = MakeInputs(tokens, cols, rng);
+    std::vector<float> whole(tokens * rows);
+    MatMul(copy.view, in.a, whole.data(), rows, 0, rows);
+    // Stored layout, in uneven slices (not multiples of 16 rows).
+    std::vector<float> sliced(tokens * rows, NAN);
+    for (size_t r0 : {size_t{0}, size_t{5}, size_t{21}}) {
+      const size_t r1 = r0 == 0 ? 5 : (r0 == 5 ? 21 : rows);
+      MatMul(stored, in.a, sliced.data(), rows, r0, r1);
+    }
+    for (size_t k = 0; k < whole.size(); ++k) ASSERT_EQ(sliced[k], whole[k]) << DTypeName(type) << " at " << k;
+    // RowSlice of the copy, one token at a time.
+    for (size_t t = 0; t < tokens; ++t) {
+      Activations one;
+      one.data = in.x.data() + t * cols;
+      one.stride = cols;
+      one.num_tokens = 1;
+      std::vector<uint8_t> packed(PackedActivationBytes(type, cols, 1));
+      PackActivations(type, cols, &one, packed.data());
+      for (size_t r = 0; r < rows; r += 7) {
+        const KernelMatrix slice = RowSlice(copy.view, r, std::min(rows, r + 7));
+        ASSERT_NE(slice.repacked, nullptr);
+        std::vector<float> y(slice.rows);
+        MatMul(slice, one, y.data(), 0, 0, slice.rows);
+        for (size_t i = 0; i < slice.rows; ++i) ASSERT_EQ(y[i], whole[t * rows + r + i]) << DTypeName(type);
+      }
+      if (t == 0) {
+        const std::vector<int32_t> ids = {36, 0, 17, 17, 4};
+        std::vector<float> got(ids.size());
+        MatMulRows(copy.view, one, ids, got.data());
+        for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(got[i], whole[static_cast<size_t>(ids[i])]) << DTypeName(type);
+      }
+    }
+    // LookupRow decodes the stored row.
+    std::vector<float> a(cols), b(cols);
+    LookupRow(copy.view, 11, a.data());
+    DequantizeRow(stored, 11, b.data());
+    EXPECT_EQ(a, b);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, KQuantTarget, ::testing::ValuesIn(KernelTargets()), test::TargetParamName);
+
+}  // namespace
+}  // namespace kquant_matmul
+}  // namespace fgemma
