@@ -145,7 +145,7 @@ int RunDemo(const DemoArgs& a) {
                 "      run scripts/fetch-real-model.sh for the real Gemma 3 270M (docs/real-model.md).\n\n");
   }
   std::printf("model:     %s (%s, kernels %s)\ntools:     %s (%zu functions)\nutterance: %s\n\n", model_path->c_str(),
-              real ? "real Gemma 3 270M" : "synthesized, q8_0", KernelTargetName(), in.tools_path.c_str(),
+              real ? "real Gemma 3 270M" : "q8_0", KernelTargetName(), in.tools_path.c_str(),
               request->chat.tools.size(), a.utterance.c_str());
   for (const char* label : {"first request", "second request"}) {
     auto outcome = caller.value()->Call(request.value());
