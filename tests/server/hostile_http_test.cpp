@@ -307,21 +307,24 @@ TEST(HostileHttpQueue, DefaultQueueAnswers429) {
   for (int fd : fds) ASSERT_TRUE(SendAll(fd, request));
   const double t0 = NowSeconds();
   const double health = HealthSeconds(srv->port());
-  int ok = 0, refused = 0;
+  // A slow build (sanitizers) cannot serve every admitted request within --queue-timeout-ms: those
+  // get 503, also an answer the client can act on. What the test holds: one answer each, 429s.
+  int ok = 0, refused = 0, timed_out = 0;
   for (int fd : fds) {
     const std::string answer = ReadUntilClose(fd, 120000);
     close(fd);
     const std::vector<int> codes = StatusesIn(answer);
     ASSERT_EQ(codes.size(), 1u) << answer.substr(0, 300);
     if (codes[0] == 200) ++ok;
+    if (codes[0] == 503) ++timed_out;
     if (codes[0] == 429) {
       ++refused;
       EXPECT_NE(answer.find("Retry-After: 1"), std::string::npos);
     }
   }
-  std::printf("[ hostile ] %d concurrent requests, 1 session: %d x 200, %d x 429 in %.1f s; /health %.1f ms\n", kClients,
-              ok, refused, NowSeconds() - t0, health * 1000);
-  EXPECT_EQ(ok + refused, kClients);
+  std::printf("[ hostile ] %d concurrent requests, 1 session: %d x 200, %d x 429, %d x 503 in %.1f s; /health %.1f ms\n",
+              kClients, ok, refused, timed_out, NowSeconds() - t0, health * 1000);
+  EXPECT_EQ(ok + refused + timed_out, kClients);
   EXPECT_GT(refused, 0);
   EXPECT_GE(ok, 1);
 }
