@@ -367,7 +367,13 @@ void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWrite
     out.Send(res);
   };
 
-  if (!stream) return send_run(run({}));
+  // The session goes back to the pool as soon as the call ends, before the answer's last bytes:
+  // a client that has read its whole answer finds the session free (/health's "busy").
+  if (!stream) {
+    const Run r = run({});
+    lease.reset();
+    return send_run(r);
+  }
   Run result;  // before `job`, whose destructor joins the thread that writes it
   StreamJob job;
   call.limits.cancel = &job.cancel;
@@ -390,6 +396,7 @@ void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWrite
     if (!job.started && result.status != 200) {
       lock.unlock();
       job.thread.join();
+      lease.reset();
       return send_run(result);
     }
   }
@@ -418,6 +425,7 @@ void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWrite
     }
   }
   job.thread.join();
+  lease.reset();
   if (result.status != 200) {
     send(result.response);
   } else {
