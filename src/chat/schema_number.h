@@ -4,17 +4,19 @@
 // A bound is read as the shortest decimal that round-trips its JSON number (0.1 is "0.1", not the
 // binary double's 55-digit expansion); comparing decimals exactly then agrees with comparing the
 // doubles whenever the value has at most 15 significant digits, which is all the grammar writes.
-// The grammar works in units of 1e-15 (the finest fraction it writes) held in a 128-bit integer.
+// The grammar works in units of 1e-15 (the finest fraction it writes) held in a 128-bit integer
+// (util/int128.h: the same arithmetic on 32-bit targets, which have no __int128).
 #pragma once
 
 #include <string>
 #include <string_view>
 
+#include "util/int128.h"
 #include "util/json.h"
 
 namespace fgemma {
 
-__extension__ typedef __int128 SchemaUnits;
+using SchemaUnits = Int128;
 
 inline constexpr int kUnitDigits = 15;  // one unit is 1e-15
 // Magnitudes beyond this many units are clamped to it (no value the grammar writes comes near).
