@@ -53,7 +53,11 @@ class Model:
 
     @classmethod
     def load(cls, path, tokenizer_path=None):
-        """`path`: a Hugging Face directory, a .safetensors file or a .gguf file."""
+        """`path`: a Hugging Face directory, a .safetensors file or a .gguf file. Arguments that are no
+        paths raise FgemmaError (INVALID_ARGUMENT), like every other argument of the package."""
+        _path_bytes(path, "path")
+        if tokenizer_path is not None:
+            _path_bytes(tokenizer_path, "tokenizer_path")
         return cls(path, tokenizer_path)
 
     def _live(self):
