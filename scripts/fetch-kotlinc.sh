@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetches the Kotlin compiler (org.jetbrains.kotlin:kotlin-compiler-embeddable and what it needs,
-# pinned below) from Maven Central with Maven into the cache:
+# pinned below) from Maven Central with Maven (-C: a jar whose checksum disagrees is an error) into the cache:
 #   ${FGEMMA_CACHE_DIR:-~/.cache/fgemma}/kotlinc-$KOTLIN_VERSION/*.jar
 # Debian 12 packages Kotlin 1.3 only. CMake finds the folder and then compiles and runs the Kotlin
 # example of docs/java-kotlin.md against fgemma.jar (test kotlin_example). Idempotent: a complete
@@ -30,7 +30,7 @@ cat >"$work/pom.xml" <<POM
 POM
 rm -rf "$dir"
 mkdir -p "$dir" || fail "cannot create $dir"
-mvn -q -B -f "$work/pom.xml" -Dmaven.repo.local="$work/m2" dependency:copy-dependencies \
+mvn -q -B -C -Dstyle.color=never -f "$work/pom.xml" -Dmaven.repo.local="$work/m2" dependency:copy-dependencies \
     -DoutputDirectory="$dir" -DincludeScope=runtime -Dmdep.stripVersion=true ||
   fail "mvn could not fetch kotlin-compiler-embeddable $KOTLIN_VERSION from Maven Central"
 [ -f "$dir/kotlin-compiler-embeddable.jar" ] && [ -f "$dir/kotlin-stdlib.jar" ] || fail "jars missing in $dir"
