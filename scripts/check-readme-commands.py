@@ -5,7 +5,8 @@
    real model, a fresh clone), the same command runs on the mini fixture
    (SHARED_DIR/fixtures/models/mini-bf16): the flags and files must still work, and the output must
    have the shape shown (the same top-level keys, a call with a name and arguments). With the model
-   present, the calls must be the ones shown, name and arguments.
+   present, the calls must call the functions shown with the argument names shown (values that
+   differ, as the numerics' last bits may make them, are printed as a note).
 2. Every relative link of README.md and docs/**/*.md names a file that exists.
 Exit 0 when both hold; otherwise each failure is printed."""
 import glob
@@ -57,8 +58,15 @@ def check_call(source_dir, cli, shared_dir, failures):
         failures.append(f"the README shows the keys {sorted(shown)}, the CLI prints {sorted(got)}")
     if not got.get("calls") or not all({"name", "arguments"} <= set(c) for c in got["calls"]):
         failures.append(f"the CLI printed no call with a name and arguments: {run.stdout.strip()}")
-    if real and got.get("calls") != shown.get("calls"):
-        failures.append(f"the README shows the calls {shown.get('calls')}, the model now writes {got.get('calls')}")
+    if real:
+        # The functions and argument names must be the ones shown; a value may move with the last bits
+        # of the numerics (thread count, SIMD target, kernel changes), which is noted, not failed.
+        def shape(calls):
+            return [(c.get("name"), sorted(c.get("arguments", {}))) for c in calls or []]
+        if shape(got.get("calls")) != shape(shown.get("calls")):
+            failures.append(f"the README shows the calls {shown.get('calls')}, the model now writes {got.get('calls')}")
+        elif got.get("calls") != shown.get("calls"):
+            print(f"NOTE: argument values differ from the README's (refresh it): {json.dumps(got.get('calls'))}")
     print("model:", "the one the README names" if real else "absent: the mini fixture instead",
           "| calls:", json.dumps(got.get("calls")))
 
