@@ -2,7 +2,7 @@
 // 64 multiply-adds each: the x86 matrix kernels) and 512-bit float FMAs (16 each: attention) a core
 // retires per second when nothing else limits them (12 independent accumulator chains, operands in
 // registers). The kernels' figures (matmul_bench's GFLOP/s, attention_bench's keys/s) and the
-// README's bounds on batched throughput are read against these.
+// docs/CHANGELOG.md's bounds on batched throughput are read against these.
 //
 // Names: peak/vpdpbusd, peak/fma512. Counters: G_per_s (instructions), GMAC_per_s (multiply-adds).
 // Elsewhere than x86 with AVX-512 VNNI the benchmarks report an error and measure nothing.

@@ -1,5 +1,5 @@
-"""Fails unless README.md holds each given example file verbatim (the examples are run by CTest, so
-the README's code is the code that is tested): check_readme_examples.py README FILE..."""
+"""Fails unless a user guide holds each given example file verbatim (the examples are run by CTest, so
+the guide's code is the code that is tested): check_readme_examples.py GUIDE.md FILE..."""
 import sys
 
 
@@ -13,7 +13,7 @@ def main(readme_path, *examples):
         if text not in readme:
             missing.append(path)
     for path in missing:
-        print(f"README.md does not show {path} verbatim: copy the file into its code block", file=sys.stderr)
+        print(f"{readme_path} does not show {path} verbatim: copy the file into its code block", file=sys.stderr)
     return 1 if missing else 0
 
 

@@ -23,8 +23,13 @@ set_target_properties(fgemma_shared PROPERTIES
 # An APK packs lib*.so files only and Android's loader finds a library by its file name: no versioned
 # SONAME there (FGEMMA_UNVERSIONED_SONAME shows the same on any toolchain).
 option(FGEMMA_UNVERSIONED_SONAME "libfgemma.so without a versioned SONAME (Android)" ${ANDROID})
+# The SONAME's number is the C ABI's major (raised when a change breaks binaries linked before); the
+# file carries it and the project's minor and patch: libfgemma.so.1 -> libfgemma.so.1.1.0, never a
+# file whose major disagrees with its SONAME (bindings/install/check_soname.sh checks it).
+set(FGEMMA_SOVERSION 1)
 if(NOT FGEMMA_UNVERSIONED_SONAME)
-  set_target_properties(fgemma_shared PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION 1)
+  set_target_properties(fgemma_shared PROPERTIES
+    VERSION ${FGEMMA_SOVERSION}.${PROJECT_VERSION_MINOR}.${PROJECT_VERSION_PATCH} SOVERSION ${FGEMMA_SOVERSION})
 endif()
 target_compile_definitions(fgemma_shared PRIVATE FGEMMA_BUILDING_LIBRARY)
 target_include_directories(fgemma_shared

@@ -7,7 +7,7 @@
 # subtracting two runs that differ only in the work measured:
 #   decode:  --decode-steps 20 minus 4 (context 64, zero-filled), divided by 16
 #   prefill: --repetitions 2 minus 1 of a 32-token prefill, divided by 32
-# Prints a Markdown table (README, section "ARM").
+# Prints a Markdown table (docs/design/arm.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -36,7 +36,7 @@ if [ ! -f "$work/270m/model.safetensors" ]; then
   "$host" synth --config 270m --seed 270 --dtype bf16 --out "$work/270m"
   cp assets/functiongemma/tokenizer.json "$work/270m/"
 fi
-# FGEMMA_ARM_COST_TYPES narrows the weight types (e.g. "q4_0"; default both, the README's columns).
+# FGEMMA_ARM_COST_TYPES narrows the weight types (e.g. "q4_0"; default both, the columns of docs/design/arm.md).
 types=(${FGEMMA_ARM_COST_TYPES:-q8_0 q4_0})
 for type in "${types[@]}"; do
   [ -f "$work/270m-$type.gguf" ] || "$host" convert --model "$work/270m" --type "$type" --out "$work/270m-$type.gguf" >/dev/null

@@ -42,7 +42,7 @@ jar="$(find "$prefix" -name fgemma.jar | head -1)"
 if [ -n "$jar" ] && command -v java >/dev/null; then
   echo "== java (installed fgemma.jar and libfgemma_jni.so, System.loadLibrary)"
   [ -e "$libdir/libfgemma_jni.so" ] || { echo "fgemma.jar installed without libfgemma_jni.so in $libdir"; exit 1; }
-  # Java 11's source-file mode runs the README's example against the installed files only.
+  # Java 11's source-file mode runs docs/java-kotlin.md's example against the installed files only.
   out="$(cd "$work" && LD_LIBRARY_PATH="$libdir" java -Djava.library.path="$libdir" -cp "$jar" \
     "$bindings/java/examples/CallLights.java" "$fixtures/models/mini-bf16")"
   case "$out" in *set_lights*) echo "java: ok" ;; *) echo "java example printed: $out"; exit 1 ;; esac

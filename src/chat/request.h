@@ -19,7 +19,7 @@
 namespace fgemma {
 
 // Limits on what a client controls, shared by the CLI, the C API and the server, each checked before
-// the work it bounds (README "Limits"). Schema limits are in chat/schema.h.
+// the work it bounds (docs/input-limits.md). Schema limits are in chat/schema.h.
 inline constexpr size_t kMaxTools = 1024;                   // functions in `tools`, counted first
 inline constexpr size_t kMaxMessages = 4096;                // entries of `messages`, counted first
 // Content of all messages together (1 MiB): texts, call names and arguments, tool results (the

@@ -17,8 +17,9 @@ PreparedWeights PrepareWeights(std::span<KernelMatrix* const> matrices, int thre
   PreparedWeights prepared;
   // FGEMMA_INTERLEAVE=0 keeps the stored layout (for comparisons: its kernels then run).
   if (const char* env = std::getenv("FGEMMA_INTERLEAVE"); env != nullptr && std::string(env) == "0") return prepared;
-  // One 64-byte aligned buffer for every matrix the running kernels read row-interleaved
-  // (quantized weights on AVX-512 VNNI); nothing on other targets and for float weights.
+  // One 64-byte aligned buffer for every matrix the running kernels read in a layout of their own
+  // (q8_0/q4_0 on AVX-512 VNNI or Arm's dot product, the K-quant family everywhere); none for float
+  // weights.
   std::vector<std::pair<KernelMatrix*, size_t>> views;  // matrix, offset of its copy in the buffer
   size_t total = 0;
   for (KernelMatrix* m : matrices) {
@@ -40,8 +41,8 @@ PreparedWeights PrepareWeights(std::span<KernelMatrix* const> matrices, int thre
   prepared.layout_ = "interleaved";
   for (auto [m, offset] : views) m->repacked = static_cast<uint8_t*>(buffer) + offset;
   // Filling it is mostly first-touch page faults (zeroing fresh pages): two threads (unless told
-  // one) share chunks
-  // of 4096 rows (whole panels, so each chunk is a RowSlice with its own part of the copy).
+  // one) share chunks of 4096 rows (whole panels, so each chunk is a RowSlice with its own part of
+  // the copy).
   struct Chunk {
     const KernelMatrix* m;
     size_t r0, r1;

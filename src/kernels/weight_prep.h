@@ -24,17 +24,15 @@ class PreparedWeights {
  public:
   // Bytes of the repacked copies (0 when every matrix is used as stored).
   size_t repacked_bytes() const { return bytes_; }
-  // The name of the layout the kernels read the matrices in: "" for the stored layout,
-  // "interleaved" for AVX-512 VNNI's row interleave or Arm's dot-product panels (the SIMD target
-  // name tells them apart). Repacked kernels may round differently from
-  // the stored layout's, so state computed with them (cache files) binds this with the SIMD target.
+  // The name of the layout the kernels read the matrices in: "" when every matrix is read as stored,
+  // "interleaved" when any was copied (AVX-512 VNNI's 16-row interleave, Arm's dot-product panels,
+  // the expanded rows of the K-quant family; the SIMD target name tells the first two apart).
+  // Repacked kernels may round differently from the stored layout's, so state computed with them
+  // (cache files) binds this with the SIMD target.
   const std::string& layout() const { return layout_; }
 
  private:
-  friend // `threads` (1 or 2) fill the copies: 2 overlap the first-touch page faults; 1 keeps the work on
-// the calling thread (a one-thread run stays one thread, and an instruction count under qemu-user,
-// whose counter is not atomic across guest threads, stays exact: scripts/arm-cost.sh).
-PreparedWeights PrepareWeights(std::span<KernelMatrix* const> matrices, int threads);
+  friend PreparedWeights PrepareWeights(std::span<KernelMatrix* const> matrices, int threads);
   std::shared_ptr<void> buffer_;
   size_t bytes_ = 0;
   std::string layout_;

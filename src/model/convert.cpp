@@ -1,7 +1,5 @@
 #include "model/convert.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -21,15 +19,6 @@ namespace {
 // Output bytes converted per write: small enough that the staging buffer never matters, large
 // enough that the per-call overhead does not either.
 constexpr size_t kBlockBytes = size_t{1} << 20;
-
-// Drops the whole pages inside [p, p + n) of a read-only file mapping from this process: they are
-// re-read from the page cache if touched again, so this only lowers the resident set.
-void ReleaseSourcePages(const void* p, size_t n) {
-  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
 
 struct Progress {
   const ConvertOptions& options;
@@ -68,7 +57,7 @@ Status WriteMatrix(GgufWriter& w, const std::string& name, const TensorView& src
       }
       FGEMMA_RETURN_IF_ERROR(w.WriteTensorData(name, block.data(), n * out_row));
     }
-    ReleaseSourcePages(in, n * src.row_bytes());
+    ReleaseMappedPages(in, n * src.row_bytes());
     progress.Advance(n * out_row);
   }
   return Status::Ok();

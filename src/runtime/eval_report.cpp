@@ -1,4 +1,4 @@
-// The eval report as JSON (`fgemma eval --json`, README "fgemma eval") and as text.
+// The eval report as JSON (`fgemma eval --json`, docs/eval.md) and as text.
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>

@@ -49,7 +49,7 @@ struct EvalReport {
 // stops the evaluation with an error naming its line.
 Result<EvalReport> RunEval(FunctionCaller& caller, const std::vector<EvalRow>& rows, const EvalOptions& options);
 
-// The report as one JSON object (fields documented in README "fgemma eval").
+// The report as one JSON object (fields documented in docs/eval.md).
 Json EvalReportToJson(const EvalReport& report);
 // One row of --out: {"line", "expected", "got", "exact", ...}.
 Json EvalRowToJson(const EvalRowResult& row);

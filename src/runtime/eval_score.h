@@ -1,6 +1,6 @@
 // Scoring one evaluation row (expected calls vs the parsed output) and the report over many.
 //
-// Definitions (README "fgemma eval" documents them for users):
+// Definitions (docs/eval.md documents them for users):
 //  - a row is valid when its output parsed, every call named a declared function and met its
 //    schema, and the turn ended (constrained decoding always gives valid rows);
 //  - exact: a valid row whose calls equal the expected ones, name and arguments as JSON values

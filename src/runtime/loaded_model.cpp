@@ -1,6 +1,7 @@
 #include "runtime/loaded_model.h"
 
 #include "chat/template_id.h"
+#include "io/gguf_keys.h"
 #include "model/model_gguf.h"
 #include "util/json.h"
 #include "util/mapped_file.h"
@@ -64,9 +65,10 @@ Result<ModelTemplate> IdentifyTemplate(const std::string& text, const std::strin
 }
 
 Result<ModelTemplate> TemplateFromGguf(const GgufFile& file) {
-  if (!file.Has("tokenizer.chat_template")) return IdentifyTemplate("", "");
-  FGEMMA_TRY(std::string text, file.GetString("tokenizer.chat_template"));
-  return IdentifyTemplate(text, file.name() + " (tokenizer.chat_template)");
+  const std::string_view key = gguf_key::kChatTemplate.name;
+  if (!file.Has(key)) return IdentifyTemplate("", "");
+  FGEMMA_TRY(std::string text, file.GetString(key));
+  return IdentifyTemplate(text, file.name() + " (" + std::string(key) + ")");
 }
 
 // tokenizer_config.json's chat_template, beside the model.

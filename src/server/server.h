@@ -1,7 +1,7 @@
 // `fgemma serve`: an OpenAI-compatible HTTP server over a pool of FunctionCallers sharing one model.
 //
 // Routes: POST /v1/chat/completions (tools, tool_choice, stream via SSE), GET /v1/models,
-// GET /health. Errors are {"error":{"message":...,"type":...}}; the status policy (README "Server
+// GET /health. Errors are {"error":{"message":...,"type":...}}; the status policy (docs/server.md "Server
 // limits and status codes"): 400 malformed or invalid request, 401 API key, 404 route or model,
 // 405 wrong method, 408 request too slow, 411 no body length, 413 body over --max-body however
 // sent, 414/431 request line or headers too large, 415 not JSON, 429 queue full

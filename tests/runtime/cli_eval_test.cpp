@@ -30,12 +30,12 @@ std::vector<Json> JsonLines(const std::string& text) {
 }
 
 
-// The fields README's "Evaluating" section documents: the first cell of each table row, as
+// The fields docs/eval.md (the user guide of `fgemma eval`) documents: the first cell of each table row, as
 // `path` tokens, each optionally followed by a `{a, b}` token naming its members.
 std::set<std::string> DocumentedFields(bool rows_table) {
-  const std::string readme = ReadFileToString(std::string(FGEMMA_SOURCE_DIR) + "/README.md").value();
-  const size_t begin = readme.find("## Evaluating: `fgemma eval`");
-  const size_t end = readme.find("\n## ", begin + 1);
+  const std::string readme = ReadFileToString(std::string(FGEMMA_SOURCE_DIR) + "/docs/eval.md").value();
+  const size_t begin = readme.find("# Evaluating: `fgemma eval`");
+  const size_t end = readme.find("\n# ", begin + 1);
   EXPECT_NE(begin, std::string::npos);
   std::string section = readme.substr(begin, end - begin);
   const size_t split = section.find("`--out ROWS.jsonl` writes");

@@ -140,7 +140,7 @@ int RunDemo(const DemoArgs& a) {
                 "      fine-tuned from, not FunctionGemma itself. Constrained decoding keeps the call valid; what it\n"
                 "      chooses is the untuned model's guess (docs/real-model.md).\n\n");
   } else {
-    std::printf("NOTE: this model has random weights (synthesized from SYNTH.md in FunctionGemma-270M's exact shape).\n"
+    std::printf("NOTE: this model has random weights (`fgemma synth --config 270m`: FunctionGemma-270M's exact shape).\n"
                 "      The call below is valid by construction (constrained decoding) but its content is noise;\n"
                 "      run scripts/fetch-real-model.sh for the real Gemma 3 270M (docs/real-model.md).\n\n");
   }

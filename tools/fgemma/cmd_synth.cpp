@@ -15,7 +15,7 @@ struct SynthArgs {
 
 const CommandRegistration kSynth(10, [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<SynthArgs>();
-  auto* cmd = app.add_subcommand("synth", "Write a deterministic synthetic checkpoint (SYNTH.md)");
+  auto* cmd = app.add_subcommand("synth", "Write a deterministic synthetic checkpoint: Gemma 3 weights from a seed, bit for bit (src/model/synth.h)");
   cmd->add_option("--config", args->config, "tiny-mqa, tiny-gqa, mini or 270m")->required();
   cmd->add_option("--seed", args->seed, "seed")->required();
   cmd->add_option("--dtype", args->dtype, "f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));

@@ -4,11 +4,32 @@ import base64
 import hashlib
 import io
 import os
+import re
 import tarfile
 import zipfile
 
-NAME, VERSION = "fgemma", "0.1.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _version():
+    """The version is written once, in CMake's project(fgemma VERSION x.y.z) of the repository's
+    CMakeLists.txt; an sdist carries it in its PKG-INFO."""
+    cmake = os.path.join(ROOT, "..", "..", "CMakeLists.txt")
+    if os.path.exists(cmake):
+        with open(cmake, encoding="utf-8") as f:
+            found = re.search(r"project\(fgemma\s+VERSION\s+([0-9.]+)", f.read())
+        if found:
+            return found.group(1)
+    pkg_info = os.path.join(ROOT, "PKG-INFO")
+    if os.path.exists(pkg_info):
+        with open(pkg_info, encoding="utf-8") as f:
+            found = re.search(r"^Version: (\S+)$", f.read(), re.M)
+        if found:
+            return found.group(1)
+    raise RuntimeError(f"fgemma's version: neither {cmake} (project(fgemma VERSION ...)) nor {pkg_info} found")
+
+
+NAME, VERSION = "fgemma", _version()
 DIST_INFO = f"{NAME}-{VERSION}.dist-info"
 METADATA = f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {VERSION}\n" \
            "Summary: FunctionGemma on device: Python bindings over libfgemma's C API\n"

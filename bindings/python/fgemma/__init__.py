@@ -13,10 +13,17 @@ from . import evaluation
 
 __all__ = ["Model", "FunctionCaller", "FgemmaError", "evaluation", "version", "DEFAULT_PREAMBLE", "ABI_VERSION",
            "to_openai_message"]
-__version__ = "0.1.0"
 
 
 def version():
     """The loaded library's version string."""
     from . import _native
     return _native.lib().fgemma_version().decode()
+
+
+def __getattr__(name):
+    """`fgemma.__version__`: the library's version (written once, in CMake's project(VERSION)); this
+    package is a thin layer over the libfgemma it loads."""
+    if name == "__version__":
+        return version()
+    raise AttributeError(f"module 'fgemma' has no attribute {name!r}")

@@ -31,22 +31,34 @@ class Model:
     Close it (or use it as a context manager) after the callers made from it; a closed model raises
     FgemmaError when used, never crashes."""
 
-    def __init__(self, handle):
-        self._handle = handle
-        self._closed = False
+    def __init__(self, path, tokenizer_path=None):
+        """Loads `path`: a Hugging Face directory, a .safetensors file or a .gguf file (the same as
+        Model.load). Anything but a path raises TypeError before the library is touched."""
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise TypeError(f"Model(path): expected a path (str, bytes or os.PathLike), got {type(path).__name__}")
+        if tokenizer_path is not None and not isinstance(tokenizer_path, (str, bytes, os.PathLike)):
+            raise TypeError(f"Model(tokenizer_path=...): expected a path, got {type(tokenizer_path).__name__}")
+        self._handle = None  # until the load succeeds: close() and __del__ of a failed load do nothing
+        self._closed = True
         self._lock = threading.Lock()
         self._users = 0  # open FunctionCallers and calls in progress: the C model must outlive them
-
-    @classmethod
-    def load(cls, path, tokenizer_path=None):
-        """`path`: a Hugging Face directory, a .safetensors file or a .gguf file."""
         lib = _native.lib()
         params = lib.fgemma_model_default_params()
         if tokenizer_path is not None:
             params.tokenizer_path = _path_bytes(tokenizer_path, "tokenizer_path")
         handle = ctypes.c_void_p()
         check(lib.fgemma_model_load(_path_bytes(path, "path"), params, ctypes.byref(handle)))
-        return cls(handle)
+        self._handle = handle
+        self._closed = False
+
+    @classmethod
+    def load(cls, path, tokenizer_path=None):
+        """`path`: a Hugging Face directory, a .safetensors file or a .gguf file. Arguments that are no
+        paths raise FgemmaError (INVALID_ARGUMENT), like every other argument of the package."""
+        _path_bytes(path, "path")
+        if tokenizer_path is not None:
+            _path_bytes(tokenizer_path, "tokenizer_path")
+        return cls(path, tokenizer_path)
 
     def _live(self):
         if self._closed:

@@ -2,6 +2,7 @@
 `fgemma call` and garbage in every argument."""
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -16,7 +17,26 @@ NOT_FOUND, INVALID_ARGUMENT, CANCELLED = 2, 1, 8
 
 
 def test_version_and_abi():
-    assert fgemma.version() == fgemma.__version__
+    # The version is written once, in CMake's project(VERSION); the library and package report it.
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "CMakeLists.txt")) as f:
+        project_version = re.search(r"project\(fgemma\s+VERSION\s+([0-9.]+)", f.read()).group(1)
+    assert fgemma.version() == project_version
+    assert fgemma.__version__ == project_version
+
+
+def test_constructing_from_a_path_loads():
+    # fgemma.Model(path) is Model.load(path), not a handle that fails later.
+    with fgemma.Model(fixture("models/mini-bf16")) as model:
+        assert model.tokenize("turn on")
+    with pytest.raises(fgemma.FgemmaError) as e:
+        fgemma.Model("/nonexistent/model")
+    assert e.value.status == NOT_FOUND and "/nonexistent/model" in e.value.message
+
+
+@pytest.mark.parametrize("not_a_path", [None, 42, 3.5, ["a"], object()])
+def test_constructing_from_anything_else_raises_type_error_at_once(not_a_path):
+    with pytest.raises(TypeError, match="expected a path"):
+        fgemma.Model(not_a_path)
 
 
 def test_load_errors_name_the_path():
