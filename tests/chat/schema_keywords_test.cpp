@@ -298,6 +298,17 @@ TEST(SchemaKeywords, NestedAnyOfInItemsAndProperties) {
   EXPECT_TRUE(GrammarAccepts(Compile(schema), "[{k:<escape>zzz<escape>},null,2]"));
 }
 
+TEST(SchemaKeywords, FourBranchesOpenAtOnceThroughNesting) {
+  // Two arrays whose items are two strings each: four threads while an item is written, and as many
+  // again forked while one symbol is fed (the matcher's kMaxThreads).
+  const std::string schema = R"({"anyOf":[{"type":"array","maxItems":2,"items":{"anyOf":[{"type":"string","maxLength":1},{"type":"string","pattern":"^a+$"}]}},
+      {"type":"array","minItems":2,"items":{"anyOf":[{"type":"string","pattern":"^b+$"},{"type":"string","pattern":"^ab$"}]}}]})";
+  ExpectAgreeOn(schema, {"[<escape>x<escape>]", "[<escape>aaa<escape>,<escape>a<escape>]", "[<escape>bb<escape>,<escape>ab<escape>]",
+                         "[<escape>ab<escape>,<escape>ab<escape>]", "[<escape>ab<escape>]", "[<escape>ab<escape>,<escape>ab<escape>,<escape>b<escape>]",
+                         "[<escape>aab<escape>]", "[]", "[<escape>b<escape>,<escape>xy<escape>]"});
+  EXPECT_TRUE(GrammarAccepts(Compile(schema), "[<escape>ab<escape>,<escape>ab<escape>,<escape>b<escape>]"));
+}
+
 TEST(SchemaKeywords, TypeLists) {
   const std::string mixed = R"({"type":["integer","string"],"minimum":0,"maximum":50,"maxLength":2})";
   ExpectAgreeOn(mixed, {"0", "50", "51", "-3", "<escape>ab<escape>", "<escape>abc<escape>", "<escape><escape>", "null", "true"});
