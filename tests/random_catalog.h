@@ -13,8 +13,8 @@ namespace fgemma::test {
 class CatalogGenerator {
  public:
   // `keywords`: schemas also draw every keyword the grammar enforces (numeric enums and ranges,
-  // steps, string lengths, patterns and formats, item counts, const, nullable); off, the sequence of
-  // catalogs is the one the older tests were written against.
+  // steps, string lengths, patterns and formats (also beside lengths), item counts, const, nullable,
+  // anyOf); off, the sequence of catalogs is the one the older tests were written against.
   explicit CatalogGenerator(uint32_t seed, bool keywords = false) : rng_(seed), keywords_(keywords) {}
 
   std::string Identifier(size_t min_len = 2) {
@@ -126,9 +126,16 @@ class CatalogGenerator {
     static const char* kPatterns[] = {"^[a-z]{2,6}$", "^[0-9]{3}-[0-9]{2}$", "^(on|off|auto)$", "[A-Z]", "^\\d+(\\.\\d{1,2})?$",
                                       "^[^<>]{1,10}$", "^(?:kitchen|living room|bedroom)( [0-9])?$", "x+y*z?"};
     (*s)["type"] = "string";
-    switch (Pick(4)) {
+    switch (Pick(5)) {
       case 0: (*s)["pattern"] = kPatterns[Pick(8)]; break;
       case 1: (*s)["format"] = Pick(2) ? "date" : "time"; break;
+      case 2: {  // a pattern beside length bounds every one of these patterns can meet
+        static const char* kBounded[] = {"[A-Z]", "x+y*z?", "^[^<>]{1,10}$", "^[a-z]{2,6}$", "^(?:kitchen|hall)( [0-9])?$"};
+        (*s)["pattern"] = kBounded[Pick(5)];
+        if (Pick(2)) (*s)["minLength"] = Pick(3);
+        if (Pick(3)) (*s)["maxLength"] = 6 + Pick(8);
+        break;
+      }
       default: {
         const uint64_t lo = Pick(6);
         if (Pick(2)) (*s)["minLength"] = lo;
@@ -137,7 +144,30 @@ class CatalogGenerator {
     }
   }
 
+  // anyOf of two or three schemas (some starting alike: two strings, two numbers, two objects),
+  // with or without null. Branches hold no union themselves, so at most three are open at once (the
+  // parser's bound is 4). No type lists: the official template cannot print a list as `type` (the
+  // prompt is refused at render); the grammar runs them as anyOf (SchemaKeywords.TypeLists).
+  void Union(OrderedJson* s, int depth) {
+    OrderedJson branches = OrderedJson::array();
+    in_union_ = true;
+    for (size_t i = 0, n = 2 + Pick(2); i < n; ++i) {
+      OrderedJson b;
+      const size_t kind = Pick(depth > 1 ? 5 : 7);
+      AddKeywords(kind, &b, depth);
+      branches.push_back(b);
+    }
+    in_union_ = false;
+    if (Pick(3) == 0) branches.push_back({{"type", "null"}});
+    s->erase("type");
+    (*s)["anyOf"] = branches;
+  }
+
   void AddKeywords(size_t kind, OrderedJson* s, int depth) {
+    if (!in_union_ && Pick(6) == 0) {
+      Union(s, depth);
+      return;
+    }
     switch (kind) {
       case 0:
       case 1: StringKeywords(s); break;
@@ -160,6 +190,7 @@ class CatalogGenerator {
 
   std::mt19937 rng_;
   bool keywords_ = false;
+  bool in_union_ = false;  // building a union's branches: no union inside
 };
 
 }  // namespace fgemma::test

@@ -173,6 +173,16 @@ Status ScalarNode(const Schema& schema, CallGrammar::Node* n) {
 Result<int> CallGrammar::AddNode(const Schema* schema, int depth) {
   if (depth > CallMatcher::kMaxDepth - 4) return InvalidArgument("parameter schema is nested too deeply for constrained decoding");
   Node n;
+  if (schema->IsUnion()) {
+    n.kind = Kind::kUnion;
+    for (const Schema& branch : schema->any_of) {
+      FGEMMA_TRY(int child, AddNode(&branch, depth));
+      n.children.push_back(child);
+    }
+    n.nullable = schema->nullable;
+    nodes_.push_back(std::move(n));
+    return static_cast<int>(nodes_.size() - 1);
+  }
   switch (schema->type) {
     case SchemaType::kString:
       if (!schema->enum_values.empty()) {
@@ -196,6 +206,16 @@ Result<int> CallGrammar::AddNode(const Schema* schema, int depth) {
         if (n.pattern && n.pattern->to_accept[n.pattern->start] > cap)
           return Unsupported("the shortest string matching its " + schema->pattern_keyword + " is longer than the " +
                              std::to_string(cap) + " bytes a string may hold");
+        if (n.pattern && (n.min_chars > 0 || n.max_chars != UINT32_MAX)) {
+          n.length_width = std::min(n.max_chars, cap) + 1;
+          n.pattern_lengths = std::make_shared<const std::vector<uint16_t>>(PatternLengthTable(*n.pattern, n.length_width - 1));
+          const uint16_t* start = n.pattern_lengths->data() + static_cast<size_t>(n.pattern->start) * n.length_width;
+          bool any = false;
+          for (uint32_t k = n.min_chars; k < n.length_width && !any; ++k) any = start[k] <= cap;
+          if (!any)
+            return Unsupported("no string of at most " + std::to_string(cap) + " bytes matches its " + schema->pattern_keyword +
+                               " within minLength and maxLength");
+        }
       }
       break;
     case SchemaType::kInteger:
@@ -293,14 +313,18 @@ CallMatcher::CallMatcher(const CallGrammar* grammar) : g_(grammar) {
 
 void CallMatcher::CopyFrom(const CallMatcher& o) {
   g_ = o.g_;
-  top_ = o.top_;
   calls_ = o.calls_;
   text_ = o.text_;
-  std::memcpy(static_cast<void*>(stack_.data()), o.stack_.data(), static_cast<size_t>(top_ + 1) * sizeof(Frame));
+  threads_ = o.threads_;
+  for (int t = 0; t < threads_; ++t) {
+    tops_[static_cast<size_t>(t)] = o.tops_[static_cast<size_t>(t)];
+    std::memcpy(static_cast<void*>(Frames(t)), o.Frames(t), static_cast<size_t>(o.tops_[static_cast<size_t>(t)] + 1) * sizeof(Frame));
+  }
 }
 
 bool CallMatcher::TextState(uint32_t* key, uint32_t* room) const {
-  const Frame& f = stack_[static_cast<size_t>(top_)];
+  if (threads_ != 1) return false;  // which bytes follow depends on every branch still open
+  const Frame& f = stack_[static_cast<size_t>(tops_[0])];
   uint32_t cap = 0;
   uint32_t reserve = 0;  // bytes kept for the characters minLength still asks for
   if (f.kind == FrameKind::kString && f.phase == 1) {
@@ -325,9 +349,12 @@ void CallMatcher::StateKey(std::string* out) const {
   auto put = [out](auto v) { out->append(reinterpret_cast<const char*>(&v), sizeof(v)); };
   put(calls_);
   put(text_);
-  put(top_);
-  for (int i = 0; i <= top_; ++i) {  // field by field: the struct's padding is not part of the state
-    const Frame& f = stack_[static_cast<size_t>(i)];
+  put(threads_);
+  for (int t = 0; t < threads_; ++t) {
+  const int top = tops_[static_cast<size_t>(t)];
+  put(top);
+  for (int i = 0; i <= top; ++i) {  // field by field: the struct's padding is not part of the state
+    const Frame& f = Frames(t)[i];
     put(f.kind);
     put(f.phase);
     put(f.utf8_need);
@@ -342,10 +369,32 @@ void CallMatcher::StateKey(std::string* out) const {
     put(f.count);
     put(f.seen);
   }
+  }
+}
+
+bool CallMatcher::SameThread(int a, int b) const {
+  if (tops_[static_cast<size_t>(a)] != tops_[static_cast<size_t>(b)]) return false;
+  const Frame* x = Frames(a);
+  const Frame* y = Frames(b);
+  for (int i = tops_[static_cast<size_t>(a)]; i >= 0; --i) {  // innermost first: where threads differ
+    const Frame& f = x[i];
+    const Frame& h = y[i];
+    if (f.kind != h.kind || f.phase != h.phase || f.utf8_need != h.utf8_need || f.utf8_lo != h.utf8_lo || f.utf8_hi != h.utf8_hi ||
+        f.escape_seen != h.escape_seen || f.integer != h.integer || f.node != h.node || f.lo != h.lo || f.hi != h.hi ||
+        f.depth != h.depth || f.count != h.count || f.seen != h.seen)
+      return false;
+  }
+  return true;
 }
 
 bool CallMatcher::LaterKeyOpen() const {
-  for (int i = top_; i >= 0; --i) {
+  for (int t = 1; t < threads_; ++t) {  // a union's branches: any of them
+    CallMatcher one(g_);
+    one.tops_[0] = tops_[static_cast<size_t>(t)];
+    std::memcpy(static_cast<void*>(one.stack_.data()), Frames(t), static_cast<size_t>(tops_[static_cast<size_t>(t)] + 1) * sizeof(Frame));
+    if (one.LaterKeyOpen()) return true;
+  }
+  for (int i = tops_[0]; i >= 0; --i) {
     const Frame& f = stack_[static_cast<size_t>(i)];
     if (f.kind == FrameKind::kFreeKey) return true;
     if (f.kind != FrameKind::kObject) continue;
@@ -358,20 +407,70 @@ bool CallMatcher::LaterKeyOpen() const {
   return false;
 }
 
-bool CallMatcher::Done() const { return top_ == 0 && stack_[0].phase == kTopDone; }
+bool CallMatcher::Done() const { return threads_ == 1 && tops_[0] == 0 && stack_[0].phase == kTopDone; }
 
 bool CallMatcher::Feed(int symbol) {
+  const int before = threads_;  // threads forked while feeding are fed at once, appended after these
+  if (FeedThread(0, symbol) && threads_ == 1) return true;  // outside unions
+  for (int t = 1; t < before; ++t) FeedThread(t, symbol);
+  CompactThreads();
+  return threads_ > 0;
+}
+
+bool CallMatcher::FeedThread(int t, int symbol) {
+  cur_ = Frames(t);
+  top_ = tops_[static_cast<size_t>(t)];
+  bool ok = false;
   for (int guard = 0; guard < 2 * kMaxDepth + 4; ++guard) {
-    Frame& f = stack_[static_cast<size_t>(top_)];
-    switch (FeedFrame(f, symbol)) {
-      case Step::kAccept: return true;
-      case Step::kAcceptPop: --top_; return true;
-      case Step::kReject: return false;
-      case Step::kPopAndRefeed: --top_; continue;
-      case Step::kRefeed: continue;
+    Frame& f = cur_[top_];
+    const Step step = FeedFrame(f, symbol);
+    if (step == Step::kRefeed) continue;
+    if (step == Step::kPopAndRefeed) {
+      --top_;
+      continue;
     }
+    if (step == Step::kFork) {
+      // This thread takes the first branch; each other branch is a copy of the thread, fed now.
+      const CallGrammar::Node& n = g_->nodes()[static_cast<size_t>(f.node)];
+      Frame* mine = cur_;
+      const int my_top = top_;
+      for (size_t b = 1; b < n.children.size(); ++b) {
+        if (threads_ >= kMaxThreads) break;  // beyond the parser's bound: cannot happen
+        const int nt = threads_++;
+        Frame* dst = Frames(nt);
+        const Frame branch = ValueFrame(n.children[b], true);
+        std::memcpy(static_cast<void*>(dst), mine, static_cast<size_t>(my_top) * sizeof(Frame));
+        std::memcpy(static_cast<void*>(dst + my_top), &branch, sizeof(Frame));
+        tops_[static_cast<size_t>(nt)] = static_cast<int8_t>(my_top);
+        FeedThread(nt, symbol);
+      }
+      cur_ = mine;
+      top_ = my_top;
+      cur_[top_] = ValueFrame(n.children[0], true);
+      continue;
+    }
+    if (step == Step::kAcceptPop) --top_;
+    ok = step != Step::kReject;
+    break;
   }
-  return false;
+  tops_[static_cast<size_t>(t)] = static_cast<int8_t>(ok ? top_ : -1);
+  return ok;
+}
+
+void CallMatcher::CompactThreads() {
+  int kept = 0;
+  for (int t = 0; t < threads_; ++t) {
+    if (tops_[static_cast<size_t>(t)] < 0) continue;
+    bool duplicate = false;
+    for (int k = 0; k < kept && !duplicate; ++k) duplicate = SameThread(k, t);
+    if (duplicate) continue;
+    if (kept != t) {
+      tops_[static_cast<size_t>(kept)] = tops_[static_cast<size_t>(t)];
+      std::memcpy(static_cast<void*>(Frames(kept)), Frames(t), static_cast<size_t>(tops_[static_cast<size_t>(t)] + 1) * sizeof(Frame));
+    }
+    ++kept;
+  }
+  threads_ = kept;
 }
 
 bool CallMatcher::FeedBytes(std::string_view bytes) {
@@ -383,7 +482,7 @@ bool CallMatcher::FeedBytes(std::string_view bytes) {
 
 bool CallMatcher::Push(const Frame& f) {
   if (top_ + 1 >= kMaxDepth) return false;
-  stack_[static_cast<size_t>(++top_)] = f;
+  cur_[++top_] = f;
   return true;
 }
 
@@ -407,6 +506,7 @@ CallMatcher::Frame CallMatcher::ValueFrame(int node, bool allow_null) const {
     case CallGrammar::Kind::kArray: f.kind = FrameKind::kArray; break;
     case CallGrammar::Kind::kObject: f.kind = FrameKind::kObject; f.phase = kObjExpectOpen; break;
     case CallGrammar::Kind::kAny: f.kind = FrameKind::kAny; break;
+    case CallGrammar::Kind::kUnion: f.kind = FrameKind::kUnion; break;
   }
   return f;
 }
@@ -489,6 +589,7 @@ CallMatcher::Step CallMatcher::FeedFrame(Frame& f, int s) {
     case FrameKind::kRangedNumber: return FeedRangedNumber(f, s);
     case FrameKind::kLiteral: return FeedLiteral(f, s);
     case FrameKind::kNullable: return FeedNullable(f, s);
+    case FrameKind::kUnion: return Step::kFork;
   }
   return Step::kReject;
 }
@@ -635,6 +736,29 @@ CallMatcher::Step CallMatcher::FeedFreeKey(Frame& f, int s) {
   return Step::kAccept;
 }
 
+// A pattern with length bounds: after this byte (automaton state `next`, `chars` characters, the
+// frame's UTF-8 progress updated), some completion matches with a length in bounds, in the bytes left.
+bool CallMatcher::LengthsReachable(const CallGrammar::Node& n, const Frame& f, uint16_t next, uint64_t chars, uint32_t cap) {
+  const uint32_t width = n.length_width;
+  const uint32_t bytes_left = cap - f.count - 1 - f.utf8_need;  // after this byte and the character's rest
+  const uint32_t from = n.min_chars > chars ? static_cast<uint32_t>(n.min_chars - chars) : 0;
+  const uint32_t to = n.max_chars == UINT32_MAX ? width - 1 : std::min<uint64_t>(width - 1, n.max_chars - chars);
+  auto reachable = [&](uint16_t q) {
+    const uint16_t* row = n.pattern_lengths->data() + static_cast<size_t>(q) * width;
+    for (uint32_t k = from; k <= to; ++k) {
+      if (row[k] <= bytes_left) return true;
+    }
+    return false;
+  };
+  if (f.utf8_need == 0) return reachable(next);
+  std::array<uint16_t, kMaxPatternStates> ends;
+  const size_t count = FinishCharacter(*n.pattern, next, f.utf8_need, f.utf8_lo, f.utf8_hi, ends.data());
+  for (size_t i = 0; i < count; ++i) {
+    if (reachable(ends[i])) return true;
+  }
+  return false;
+}
+
 CallMatcher::Step CallMatcher::FeedString(Frame& f, int s) {
   const CallGrammar::Node& n = g_->nodes()[static_cast<size_t>(f.node)];
   const PatternDfa* dfa = n.pattern.get();
@@ -662,6 +786,7 @@ CallMatcher::Step CallMatcher::FeedString(Frame& f, int s) {
     if (next == PatternDfa::kDead || f.count + 1 + dfa->to_accept[next] > cap) return Step::kReject;
   }
   if (!TextByte(f, static_cast<uint8_t>(s))) return Step::kReject;
+  if (n.pattern_lengths != nullptr && !LengthsReachable(n, f, next, chars, cap)) return Step::kReject;
   ++f.count;
   f.seen = chars;
   if (dfa != nullptr) f.lo = next;

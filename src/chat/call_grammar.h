@@ -17,12 +17,18 @@
 // reaches an end in a bounded number of symbols: constrained decoding always terminates with a call
 // that parses and validates, even on a model with random weights.
 //
+// A union (anyOf, a type list) is matched by running its branches side by side as threads (each a
+// stack of frames) from the value's first symbol: a branch that refuses a symbol ends, threads that
+// become equal (the value ended) merge, so no branch is chosen before the text tells them apart.
+// The schema parser bounds how many can be open at once (kMaxOpenBranches).
+//
 // The matcher's state is a small fixed-size value: copying it is how the token-mask search and the
 // jump-forward probe explore continuations, and Feed() never allocates.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,7 +80,8 @@ class CallGrammar {
                                      const GrammarLimits& limits = {});
 
   // kLiteral: unquoted values from a list (numeric and boolean enums), in `choices`.
-  enum class Kind : uint8_t { kString, kEnum, kInteger, kNumber, kBoolean, kArray, kObject, kAny, kLiteral };
+  // kUnion: anyOf / a type list; `children` are its branches (none a union), run side by side.
+  enum class Kind : uint8_t { kString, kEnum, kInteger, kNumber, kBoolean, kArray, kObject, kAny, kLiteral, kUnion };
   struct Node {
     Kind kind = Kind::kAny;
     // kInteger / kNumber with bounds or a step: values in [lo, hi] (units of 1e-15) on multiples of
@@ -84,13 +91,16 @@ class CallGrammar {
     // kString: length bounds in characters, and the pattern automaton (null: none).
     uint32_t min_chars = 0, max_chars = UINT32_MAX;
     std::shared_ptr<const PatternDfa> pattern;
+    // A pattern beside a length bound: PatternLengthTable(pattern, length_width - 1).
+    std::shared_ptr<const std::vector<uint16_t>> pattern_lengths;
+    uint32_t length_width = 0;
     // Also admits `null` (the schema's nullable, or a type list / anyOf with "null").
     bool nullable = false;
     // kArray: item counts (the grammar's cap applies below max_items).
     uint32_t min_items = 0, max_items = UINT32_MAX;
     std::vector<std::string> choices;  // kEnum: values; kObject: property names; both sorted bytewise
     std::vector<std::string> listed;   // kEnum: the values in the schema's order (drafts guess lists by it)
-    std::vector<int> children;         // kObject: node per sorted property; kArray: {item} (-1: any)
+    std::vector<int> children;         // kObject: node per sorted property; kArray: {item} (-1: any); kUnion: branches
     uint64_t required_mask = 0;        // kObject: bit i = choices[i] is required
     bool free_keys = false;            // kObject without declared properties: any identifier keys
   };
@@ -150,12 +160,15 @@ class CallMatcher {
   bool is_text() const { return text_; }
 
   static constexpr int kMaxDepth = 16;
+  // Threads alive at once: the open branches, and as many again while one symbol is being fed
+  // (threads forked for it beside those not yet fed).
+  static constexpr int kMaxThreads = 2 * kMaxOpenBranches;
   // TextState reports a length-bounded string as free text only while this many bytes and
   // characters remain on either side of its bounds (no vocabulary token is longer).
   static constexpr uint32_t kTextMargin = 64;
 
  private:
-  enum class FrameKind : uint8_t { kTop, kObject, kString, kEnum, kNumber, kBoolean, kArray, kAny, kFreeKey, kRangedNumber, kLiteral, kNullable };
+  enum class FrameKind : uint8_t { kTop, kObject, kString, kEnum, kNumber, kBoolean, kArray, kAny, kFreeKey, kRangedNumber, kLiteral, kNullable, kUnion };
   struct Frame {
     FrameKind kind = FrameKind::kTop;
     uint8_t phase = 0;
@@ -175,7 +188,8 @@ class CallMatcher {
   // kAcceptPop: consumed, and the frame is complete. kPopAndRefeed: the frame ended just before
   // this symbol (a number or boolean has no closing mark). kRefeed: the frame changed shape or
   // pushed a child; dispatch the same symbol again to the new innermost frame.
-  enum class Step { kAccept, kAcceptPop, kReject, kPopAndRefeed, kRefeed };
+  // kFork: a union frame saw its value's first symbol; the thread splits into its branches.
+  enum class Step { kAccept, kAcceptPop, kReject, kPopAndRefeed, kRefeed, kFork };
 
   Step FeedFrame(Frame& f, int symbol);
   Step FeedTop(Frame& f, int symbol);
@@ -191,6 +205,17 @@ class CallMatcher {
   Step FeedLiteral(Frame& f, int symbol);
   Step FeedNullable(Frame& f, int symbol);
   bool PushValue(int node);
+  // Feeds one thread; forks append threads (fed at once). False: the thread refused the symbol.
+  bool FeedThread(int t, int symbol);
+  // Drops refused threads (top -1) and threads equal to an earlier one.
+  void CompactThreads();
+  bool SameThread(int a, int b) const;
+  Frame* Frames(int t) {
+    return t == 0 ? stack_.data() : std::launder(reinterpret_cast<Frame*>(extra_)) + static_cast<size_t>(t - 1) * kMaxDepth;
+  }
+  const Frame* Frames(int t) const {
+    return t == 0 ? stack_.data() : std::launder(reinterpret_cast<const Frame*>(extra_)) + static_cast<size_t>(t - 1) * kMaxDepth;
+  }
   // The frame of a value of `node` (with allow_null, one that first decides between null and it).
   Frame ValueFrame(int node, bool allow_null) const;
   bool Push(const Frame& f);
@@ -200,10 +225,18 @@ class CallMatcher {
   static bool FitsWholeCharacter(const Frame& f, int s, uint32_t cap);
   // Byte of plain UTF-8 text; tracks validity and forbids spelling "<escape>".
   static bool TextByte(Frame& f, uint8_t b);
+  static bool LengthsReachable(const CallGrammar::Node& n, const Frame& f, uint16_t next, uint64_t chars, uint32_t cap);
 
   const CallGrammar* g_;
-  std::array<Frame, kMaxDepth> stack_{};
-  int top_ = 0;  // index of the innermost frame
+  std::array<Frame, kMaxDepth> stack_{};  // thread 0
+  // Threads 1.. of a union being matched: raw storage, filled by memcpy of frames (left
+  // uninitialized so that a copy of a matcher outside unions costs what it did before).
+  alignas(Frame) unsigned char extra_[static_cast<size_t>(kMaxThreads - 1) * kMaxDepth * sizeof(Frame)];
+  std::array<int8_t, kMaxThreads> tops_{};  // per thread: index of its innermost frame (-1: refused)
+  int threads_ = 1;
+  // While a thread is fed: its frames and innermost index.
+  Frame* cur_ = nullptr;
+  int top_ = 0;
   uint32_t calls_ = 0;
   bool text_ = false;
 };

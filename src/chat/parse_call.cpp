@@ -219,7 +219,7 @@ bool IsValidUtf8(std::string_view s) {
 
 // An integral float becomes an integer where the schema asks for one (5.0 -> 5).
 Json NarrowForSchema(Json number, const Schema* schema) {
-  if (schema != nullptr && schema->type == SchemaType::kInteger && number.is_number_float()) {
+  if (schema != nullptr && schema->Admits(SchemaType::kInteger) && !schema->Admits(SchemaType::kNumber) && number.is_number_float()) {
     const double d = number.get<double>();
     if (std::floor(d) == d && std::fabs(d) < 9.0e15) return Json(static_cast<int64_t>(d));
   }
@@ -228,39 +228,42 @@ Json NarrowForSchema(Json number, const Schema* schema) {
 
 Json Typed(const Node& node, const Schema* schema, const std::string& path, std::vector<std::string>* errors) {
   if (!IsValidUtf8(node.text)) errors->push_back(path + ": text is not valid UTF-8");
-  const bool wants_string = schema != nullptr && schema->type == SchemaType::kString;
-  const bool wants_number = schema != nullptr && (schema->type == SchemaType::kInteger || schema->type == SchemaType::kNumber);
-  const bool wants_bool = schema != nullptr && schema->type == SchemaType::kBoolean;
+  // Under a union (anyOf, a type list) the types its branches admit; a string is read as the
+  // other scalar types only where no branch takes a string.
+  const bool wants_string = schema != nullptr && schema->Admits(SchemaType::kString);
+  const bool wants_number = schema != nullptr && (schema->Admits(SchemaType::kInteger) || schema->Admits(SchemaType::kNumber));
+  const bool wants_bool = schema != nullptr && schema->Admits(SchemaType::kBoolean);
   switch (node.kind) {
     case Node::Kind::kEscaped:
       // The template always escapes strings; a model may still quote a number or boolean.
-      if (wants_number) {
+      if (wants_number && !wants_string) {
         if (auto n = ParseNumber(node.text)) return NarrowForSchema(*n, schema);
       }
-      if (wants_bool && (node.text == "true" || node.text == "false")) return node.text == "true";
+      if (wants_bool && !wants_string && (node.text == "true" || node.text == "false")) return node.text == "true";
       return node.text;
     case Node::Kind::kBare:
       if (node.text == "None" || node.text == "null") return nullptr;
-      if (wants_string) return node.text;
+      if (wants_string && !wants_number && !wants_bool) return node.text;
       if (node.text == "true" || node.text == "True") return true;
       if (node.text == "false" || node.text == "False") return false;
       if (auto n = ParseNumber(node.text)) return NarrowForSchema(*n, schema);
       return node.text;
     case Node::Kind::kArray: {
-      const Schema* items = schema != nullptr && schema->type == SchemaType::kArray ? schema->items.get() : nullptr;
+      const Schema* array = schema != nullptr ? schema->BranchOf(SchemaType::kArray) : nullptr;
+      const Schema* items = array != nullptr ? array->items.get() : nullptr;
       Json out = Json::array();
       for (size_t i = 0; i < node.elements.size(); ++i)
         out.push_back(Typed(node.elements[i], items, FieldPath(path, i), errors));
       return out;
     }
     case Node::Kind::kObject: {
-      const bool is_object = schema != nullptr && schema->type == SchemaType::kObject;
+      const Schema* object = schema != nullptr ? schema->BranchOf(SchemaType::kObject) : nullptr;
       Json out = Json::object();
       for (const auto& [key, value] : node.members) {  // NodeMember{key, value}
         const std::string sub = FieldPath(path, key);
         if (!IsValidUtf8(key)) errors->push_back(sub + ": key is not valid UTF-8");
         if (out.contains(key)) errors->push_back(sub + ": given more than once (the last value is kept)");
-        out[key] = Typed(value, is_object ? schema->FindProperty(key) : nullptr, sub, errors);
+        out[key] = Typed(value, object != nullptr ? object->FindProperty(key) : nullptr, sub, errors);
       }
       return out;
     }

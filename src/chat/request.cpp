@@ -51,6 +51,7 @@ Result<Tool> ParseTool(const OrderedJson& j, const std::string& path) {
   if (params_it != fn.end() && !params_it->is_null() && !(params_it->is_object() && params_it->empty())) {
     const std::string ppath = fpath + ".parameters";
     FGEMMA_TRY(tool.parameters, ParseSchema(*params_it, ppath));
+    if (tool.parameters.IsUnion()) return Unsupported(ppath + ": a union (anyOf, a type list) at the top is not supported; parameters is one object");
     if (tool.parameters.type != SchemaType::kObject)
       return InvalidArgument(ppath + ".type: must be \"object\", got '" + SchemaTypeName(tool.parameters.type) + "'");
   }

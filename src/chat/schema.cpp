@@ -1,6 +1,7 @@
 #include "chat/schema.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "chat/call_format.h"
@@ -11,27 +12,9 @@ namespace {
 
 constexpr int kMaxDepth = kMaxSchemaDepth;
 
-// One type name, or a type list of one name and optionally "null" (which sets `*nullable`).
-Result<SchemaType> ParseType(const OrderedJson& json, const std::string& path, bool* nullable) {
-  const auto it = json.find("type");
-  if (it == json.end()) return InvalidArgument(path + ".type: missing");
-  const OrderedJson* name = &*it;
-  if (it->is_array()) {
-    const OrderedJson* other = nullptr;
-    for (const auto& t : *it) {
-      if (t.is_string() && t.get<std::string>() == "null") {
-        *nullable = true;
-      } else if (other == nullptr) {
-        other = &t;
-      } else {
-        return Unsupported(path + ".type: type lists other than [T] and [T, \"null\"] are not supported");
-      }
-    }
-    if (other == nullptr) return Unsupported(path + ".type: a value that can only be null is not supported");
-    name = other;
-  }
-  if (!name->is_string()) return InvalidArgument(path + ".type: must be a string, got " + JsonKindName(*name));
-  std::string lower = name->get<std::string>();
+Result<SchemaType> TypeNamed(const OrderedJson& name, const std::string& path) {
+  if (!name.is_string()) return InvalidArgument(path + ".type: must be a string, got " + JsonKindName(name));
+  std::string lower = name.get<std::string>();
   for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
   if (lower == "string") return SchemaType::kString;
   if (lower == "integer") return SchemaType::kInteger;
@@ -39,7 +22,31 @@ Result<SchemaType> ParseType(const OrderedJson& json, const std::string& path, b
   if (lower == "boolean") return SchemaType::kBoolean;
   if (lower == "array") return SchemaType::kArray;
   if (lower == "object") return SchemaType::kObject;
-  return InvalidArgument(path + ".type: unsupported type '" + name->get<std::string>() + "'");
+  return InvalidArgument(path + ".type: unsupported type '" + name.get<std::string>() + "'");
+}
+
+// One type name, or a type list (its "null" sets `*nullable`); the types in declaration order,
+// each once. "integer" beside "number" is dropped: with the same keywords a number admits it.
+Result<std::vector<SchemaType>> ParseTypes(const OrderedJson& json, const std::string& path, bool* nullable) {
+  const auto it = json.find("type");
+  if (it == json.end()) return InvalidArgument(path + ".type: missing");
+  std::vector<SchemaType> types;
+  if (!it->is_array()) {
+    FGEMMA_TRY(SchemaType t, TypeNamed(*it, path));
+    return std::vector<SchemaType>{t};
+  }
+  for (const auto& t : *it) {
+    if (t.is_string() && t.get<std::string>() == "null") {
+      *nullable = true;
+      continue;
+    }
+    FGEMMA_TRY(SchemaType type, TypeNamed(t, path));
+    if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(type);
+  }
+  if (types.empty()) return Unsupported(path + ".type: a value that can only be null is not supported");
+  if (std::find(types.begin(), types.end(), SchemaType::kNumber) != types.end())
+    types.erase(std::remove(types.begin(), types.end(), SchemaType::kInteger), types.end());
+  return types;
 }
 
 bool MatchesScalarType(SchemaType type, const Json& v) {
@@ -255,46 +262,166 @@ bool IsNullSchema(const OrderedJson& j) {
   return true;
 }
 
-// anyOf: [S] or [S, {"type":"null"}] (in either order) is S, nullable in the second form; beside
-// it only annotations and a description. Other unions are refused naming anyOf.
-Result<Schema> ParseNullableAnyOf(const OrderedJson& json, const OrderedJson& any_of, const std::string& path, int depth, size_t* nodes) {
+// How many branches of a union can be open at once while a value of `s` is written, per class of
+// the value's first symbol (<escape>, digit or '-', t/f, n, '[', '{'): branches of different
+// classes part at the first symbol; a union nested in an array item or a property multiplies.
+using OpenCounts = std::array<int, 6>;
+int Widest(const OpenCounts& c) { return *std::max_element(c.begin(), c.end()); }
+OpenCounts OpenBranches(const Schema& s) {
+  OpenCounts c{};
+  if (s.IsUnion()) {
+    for (const Schema& b : s.any_of) {
+      const OpenCounts sub = OpenBranches(b);
+      for (size_t i = 0; i < c.size(); ++i) c[i] += sub[i];
+    }
+  } else {
+    switch (s.type) {
+      case SchemaType::kString: c[0] = 1; break;
+      case SchemaType::kInteger:
+      case SchemaType::kNumber: c[1] = 1; break;
+      case SchemaType::kBoolean: c[2] = 1; break;
+      case SchemaType::kArray: c[4] = s.items ? Widest(OpenBranches(*s.items)) : 1; break;
+      case SchemaType::kObject:
+        c[5] = 1;
+        for (const auto& p : s.properties) c[5] = std::max(c[5], Widest(OpenBranches(p.schema)));
+        break;
+    }
+  }
+  if (s.nullable) c[3] = std::max(c[3], 1);
+  return c;
+}
+
+// Adds a branch to union `u`, flattening a union branch; null moves to the union.
+void AddBranch(Schema branch, Schema* u) {
+  u->nullable = u->nullable || branch.nullable;
+  if (branch.IsUnion()) {
+    for (Schema& b : branch.any_of) u->any_of.push_back(std::move(b));
+    return;
+  }
+  branch.nullable = false;
+  u->any_of.push_back(std::move(branch));
+}
+
+// A union of one branch is that branch; a wider one must fit the matcher (kMaxOpenBranches).
+Result<Schema> FinishUnion(Schema u, const std::string& field) {
+  if (u.any_of.empty()) return Unsupported(field + ": a value that can only be null is not supported");
+  if (u.any_of.size() == 1) {
+    Schema only = std::move(u.any_of[0]);
+    only.nullable = only.nullable || u.nullable;
+    if (only.description.empty()) only.description = u.description;
+    return only;
+  }
+  u.type = u.any_of[0].type;
+  const int open = Widest(OpenBranches(u));
+  if (open > kMaxOpenBranches)
+    return Unsupported(field + ": " + std::to_string(open) + " branches whose values start alike could be open at once while decoding, at most " +
+                       std::to_string(kMaxOpenBranches) + " are supported (see docs/tool-schemas.md)");
+  return u;
+}
+
+// anyOf: a union of its branches ({"type":"null"} makes it nullable); beside it only a description
+// and annotations (a keyword beside it would apply to every branch: write it into each).
+Result<Schema> ParseAnyOf(const OrderedJson& json, const OrderedJson& any_of, const std::string& path, int depth, size_t* nodes) {
   const std::string field = FieldPath(path, "anyOf");
   for (const auto& [key, value] : json.items()) {
     if (key != "anyOf" && key != "description" && !IsAnnotation(key))
-      return Unsupported(FieldPath(path, key) + ": keywords beside anyOf are not supported (only a description)");
+      return Unsupported(FieldPath(path, key) + ": keywords beside anyOf are not supported (only a description); write it into each branch");
   }
   if (!any_of.is_array() || any_of.empty()) return InvalidArgument(field + ": must be a non-empty array");
-  const OrderedJson* body = nullptr;
-  size_t body_index = 0;
-  bool nullable = false;
+  Schema u;
+  u.union_keyword = "anyOf";
   for (size_t i = 0; i < any_of.size(); ++i) {
     if (IsNullSchema(any_of[i])) {
-      nullable = true;
-    } else if (body == nullptr) {
-      body = &any_of[i];
-      body_index = i;
-    } else {
-      return Unsupported(field + ": anyOf is supported only as [S] or [S, {\"type\":\"null\"}]");
+      u.nullable = true;
+      continue;
     }
+    FGEMMA_TRY(Schema branch, Parse(any_of[i], FieldPath(field, i), depth + 1, nodes));
+    AddBranch(std::move(branch), &u);
   }
-  if (body == nullptr) return Unsupported(field + ": a value that can only be null is not supported");
-  FGEMMA_TRY(Schema s, Parse(*body, FieldPath(field, body_index), depth + 1, nodes));
-  s.nullable = s.nullable || nullable;
-  if (auto it = json.find("description"); it != json.end() && it->is_string() && s.description.empty()) s.description = it->get<std::string>();
-  return s;
+  if (auto it = json.find("description"); it != json.end() && it->is_string()) u.description = it->get<std::string>();
+  return FinishUnion(std::move(u), field);
+}
+
+bool KeywordApplies(std::string_view owner, SchemaType type) {
+  if (owner.empty()) return true;
+  if (owner == "number") return type == SchemaType::kInteger || type == SchemaType::kNumber;
+  return owner == SchemaTypeName(type);
+}
+
+// A type list of several types: one branch per type, each with the keywords of its type and the
+// enum values of its type; a keyword no listed type has is refused.
+Result<Schema> ParseTypeList(const OrderedJson& json, const std::string& path, int depth, size_t* nodes,
+                             const std::vector<SchemaType>& types, bool nullable) {
+  for (const auto& [key, value] : json.items()) {
+    if (IsAnnotation(key)) continue;
+    const std::string_view owner = KeywordType(key);
+    if (owner == "?")
+      return Unsupported(FieldPath(path, key) + ": keyword '" + key + "' is not supported (the keywords a tool may use are listed in docs/tool-schemas.md)");
+    if (std::none_of(types.begin(), types.end(), [&](SchemaType t) { return KeywordApplies(owner, t); }))
+      return InvalidArgument(FieldPath(path, key) + ": no type in the type list has " + key);
+  }
+  if (auto it = json.find("nullable"); it != json.end()) {
+    if (!it->is_boolean()) return InvalidArgument(path + ".nullable: must be a boolean, got " + JsonKindName(*it));
+    nullable = nullable || it->get<bool>();
+  }
+  const char* enum_key = json.contains("const") ? "const" : json.contains("enum") ? "enum" : nullptr;
+  if (enum_key != nullptr && json.contains("const") && json.contains("enum"))
+    return Unsupported(path + ".const: const beside enum is not supported; use one");
+  std::vector<bool> placed;
+  if (enum_key != nullptr && std::string_view(enum_key) == "enum") {
+    if (!json["enum"].is_array() || json["enum"].empty()) return InvalidArgument(path + ".enum: must be a non-empty array");
+    placed.assign(json["enum"].size(), false);
+  }
+  Schema u;
+  u.union_keyword = "type";
+  u.nullable = nullable;
+  for (SchemaType t : types) {
+    OrderedJson b = OrderedJson::object();
+    for (const auto& [key, value] : json.items()) {
+      if (key == "nullable" || key == "const" || key == "enum" || !KeywordApplies(KeywordType(key), t)) continue;
+      b[key] = value;
+    }
+    b["type"] = SchemaTypeName(t);
+    if (enum_key != nullptr && std::string_view(enum_key) == "const") {
+      if (!MatchesScalarType(t, Json(json["const"]))) continue;
+      b["const"] = json["const"];
+    } else if (enum_key != nullptr) {
+      OrderedJson values = OrderedJson::array();
+      const auto& all = json["enum"];
+      for (size_t i = 0; i < all.size(); ++i) {
+        if (all[i].is_null() && nullable) placed[i] = true;
+        if (!MatchesScalarType(t, Json(all[i]))) continue;
+        values.push_back(all[i]);
+        placed[i] = true;
+      }
+      if (values.empty()) continue;
+      b["enum"] = std::move(values);
+    }
+    FGEMMA_TRY(Schema branch, Parse(b, path, depth + 1, nodes));
+    AddBranch(std::move(branch), &u);
+  }
+  for (size_t i = 0; i < placed.size(); ++i) {
+    if (!placed[i]) return InvalidArgument(FieldPath(path + ".enum", i) + ": " + JsonText(Json(json["enum"][i])) + " is of no type in the type list");
+  }
+  if (enum_key != nullptr && std::string_view(enum_key) == "const" && u.any_of.empty())
+    return InvalidArgument(path + ".const: of no type in the type list");
+  if (auto it = json.find("description"); it != json.end() && it->is_string()) u.description = it->get<std::string>();
+  return FinishUnion(std::move(u), path + ".type");
 }
 
 Result<Schema> Parse(const OrderedJson& json, const std::string& path, int depth, size_t* nodes) {
   if (depth > kMaxDepth) return InvalidArgument(path + ": schema nested deeper than " + std::to_string(kMaxDepth) + " levels");
   FGEMMA_RETURN_IF_ERROR(CountNodes(1, path, nodes));
   if (!json.is_object()) return InvalidArgument(path + ": must be an object, got " + JsonKindName(json));
-  if (auto it = json.find("anyOf"); it != json.end()) return ParseNullableAnyOf(json, *it, path, depth, nodes);
+  if (auto it = json.find("anyOf"); it != json.end()) return ParseAnyOf(json, *it, path, depth, nodes);
   for (const char* key : {"oneOf", "allOf", "not", "$ref"}) {
     if (json.contains(key)) return Unsupported(FieldPath(path, key) + ": schema composition is not supported");
   }
   Schema s;
   bool listed_null = false;
-  FGEMMA_TRY(s.type, ParseType(json, path, &listed_null));
+  FGEMMA_TRY(std::vector<SchemaType> types, ParseTypes(json, path, &listed_null));
+  if (types.size() > 1) return ParseTypeList(json, path, depth, nodes, types, listed_null);
+  s.type = types[0];
   FGEMMA_RETURN_IF_ERROR(CheckKeywords(json, path, s.type));
   if (auto it = json.find("description"); it != json.end()) {
     if (!it->is_string()) return InvalidArgument(path + ".description: must be a string, got " + JsonKindName(*it));
@@ -309,10 +436,6 @@ Result<Schema> Parse(const OrderedJson& json, const std::string& path, int depth
   if (s.type == SchemaType::kInteger || s.type == SchemaType::kNumber) FGEMMA_RETURN_IF_ERROR(ParseNumberKeywords(json, path, &s));
   if (s.type == SchemaType::kString) FGEMMA_RETURN_IF_ERROR(ParseStringKeywords(json, path, &s));
   FGEMMA_RETURN_IF_ERROR(ParseFormat(json, path, &s));
-  if (s.pattern && (s.min_length > 0 || s.max_length)) {
-    return Unsupported(FieldPath(path, s.min_length > 0 ? "minLength" : "maxLength") + ": a length bound together with " +
-                       s.pattern_keyword + " is not supported; write the length into the pattern ({n,m})");
-  }
   if (s.type == SchemaType::kArray) {
     if (auto it = json.find("items"); it != json.end()) {
       FGEMMA_TRY(Schema items, Parse(*it, path + ".items", depth + 1, nodes));
@@ -424,12 +547,49 @@ void CheckString(const Schema& s, const std::string& text, const std::string& pa
   if (s.pattern && !s.pattern->Matches(text)) errors->push_back(path + ": " + JsonText(Json(text)) + " does not match its " + s.pattern_keyword);
 }
 
+void Validate(const Schema& s, const Json& v, const std::string& path, int depth, std::vector<std::string>* errors);
+
+// Valid iff some branch admits the value. Otherwise: a type no branch has is named as such; when
+// one branch has the value's type its messages are the reason; else each branch's first message.
+void ValidateUnion(const Schema& s, const Json& v, const std::string& path, int depth, std::vector<std::string>* errors) {
+  std::vector<std::vector<std::string>> reasons;
+  std::string types;
+  const Schema* typed = nullptr;
+  size_t typed_count = 0;
+  for (const Schema& b : s.any_of) {
+    std::vector<std::string> e;
+    Validate(b, v, path, depth, &e);
+    if (e.empty()) return;
+    if (MatchesScalarType(b.type, v)) {
+      typed = &b;
+      ++typed_count;
+    }
+    if (types.find(SchemaTypeName(b.type)) == std::string::npos) types += std::string(types.empty() ? "" : " or ") + SchemaTypeName(b.type);
+    reasons.push_back(std::move(e));
+  }
+  if (typed_count == 0) {
+    errors->push_back(path + ": expected " + types + (s.nullable ? " or null" : "") + ", got " + JsonKindName(v));
+    return;
+  }
+  if (typed_count == 1) {
+    Validate(*typed, v, path, depth, errors);
+    return;
+  }
+  std::string all = path + ": " + JsonText(v) + " matches no branch of its " + s.union_keyword + " (";
+  for (size_t i = 0; i < reasons.size(); ++i) all += (i ? "; " : "") + reasons[i][0];
+  errors->push_back(all + ")");
+}
+
 void Validate(const Schema& s, const Json& v, const std::string& path, int depth, std::vector<std::string>* errors) {
   if (depth > kMaxDepth) {
     errors->push_back(path + ": nested deeper than " + std::to_string(kMaxDepth) + " levels");
     return;
   }
   if (v.is_null() && s.nullable) return;
+  if (s.IsUnion()) {
+    ValidateUnion(s, v, path, depth, errors);
+    return;
+  }
   if (!MatchesScalarType(s.type, v)) {
     errors->push_back(path + ": expected " + SchemaTypeName(s.type) + ", got " + JsonKindName(v));
     return;
@@ -485,6 +645,22 @@ const char* SchemaTypeName(SchemaType type) {
 
 bool IsTemplateReservedName(std::string_view name) {
   return name == "description" || name == "type" || name == "properties" || name == "required" || name == "nullable";
+}
+
+bool Schema::Admits(SchemaType t) const {
+  if (!IsUnion()) return type == t;
+  return std::any_of(any_of.begin(), any_of.end(), [t](const Schema& b) { return b.type == t; });
+}
+
+const Schema* Schema::BranchOf(SchemaType t) const {
+  if (!IsUnion()) return type == t ? this : nullptr;
+  const Schema* found = nullptr;
+  for (const Schema& b : any_of) {
+    if (b.type != t) continue;
+    if (found != nullptr) return nullptr;
+    found = &b;
+  }
+  return found;
 }
 
 const Schema* Schema::FindProperty(std::string_view name) const {

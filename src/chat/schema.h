@@ -24,6 +24,11 @@ namespace fgemma {
 // from it): nesting of items/properties, and nodes (sub-schemas and enum values together).
 inline constexpr int kMaxSchemaDepth = 32;
 inline constexpr size_t kMaxSchemaNodes = 1024;
+// A union (anyOf, a type list) is decoded by running its branches side by side until the value
+// tells them apart. Branches whose values start alike (two strings, two objects, integer and
+// number) can be open at once; at most this many, counted through nested unions, else the schema
+// is refused at parse naming the keyword (the matcher's state stays a small fixed-size value).
+inline constexpr int kMaxOpenBranches = 4;
 
 enum class SchemaType { kString, kInteger, kNumber, kBoolean, kArray, kObject };
 
@@ -62,6 +67,18 @@ struct Schema {
   uint32_t min_items = 0;
   std::optional<uint32_t> max_items;
 
+  // anyOf of several non-null schemas, or a type list of several types (each branch then takes the
+  // keywords of its type): the value is valid iff some branch admits it, or it is null and
+  // `nullable`. `type` is unused then. Flattened: no branch is a union itself.
+  std::vector<Schema> any_of;
+  std::string union_keyword;  // "anyOf" or "type", for messages
+
+  bool IsUnion() const { return !any_of.empty(); }
+  // Whether values of `t` may be valid here (the type, or some branch's).
+  bool Admits(SchemaType t) const;
+  // The schema a value of type `t` is checked against: this one when it is not a union, the union's
+  // only branch of that type; null when none or several are.
+  const Schema* BranchOf(SchemaType t) const;
   const Schema* FindProperty(std::string_view name) const;
 };
 

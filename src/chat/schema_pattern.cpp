@@ -1,6 +1,7 @@
 #include "chat/schema_pattern.h"
 
 #include <algorithm>
+#include <array>
 #include <bitset>
 #include <cctype>
 #include <deque>
@@ -491,6 +492,76 @@ Result<std::shared_ptr<const PatternDfa>> CompilePattern(std::string_view patter
   }
   if (dfa->to_accept[0] == PatternDfa::kUnreachable) return InvalidArgument(path + ": pattern matches no string");
   return std::shared_ptr<const PatternDfa>(std::move(dfa));
+}
+
+size_t FinishCharacter(const PatternDfa& dfa, uint16_t state, int need, uint8_t lo, uint8_t hi, uint16_t* out) {
+  std::array<uint16_t, kMaxPatternStates> next;
+  size_t count = 1;
+  out[0] = state;
+  for (int i = 0; i < need && count > 0; ++i) {
+    const int first = i == 0 ? lo : 0x80, last = i == 0 ? hi : 0xBF;
+    std::bitset<kMaxPatternStates> seen;
+    size_t reached = 0;
+    for (size_t j = 0; j < count; ++j) {
+      for (int b = first; b <= last; ++b) {
+        const uint16_t r = dfa.next[out[j]][static_cast<size_t>(b)];
+        if (r == PatternDfa::kDead || seen[r]) continue;
+        seen[r] = true;
+        next[reached++] = r;
+      }
+    }
+    std::copy(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(reached), out);
+    count = reached;
+  }
+  return count;
+}
+
+std::vector<uint16_t> PatternLengthTable(const PatternDfa& dfa, uint32_t max_chars) {
+  const size_t n = dfa.next.size(), width = static_cast<size_t>(max_chars) + 1;
+  // One whole character from each state: the states it may lead to, with its fewest bytes.
+  struct Step {
+    uint16_t to;
+    uint8_t bytes;
+  };
+  std::vector<std::vector<Step>> steps(n);
+  std::vector<uint8_t> best(n);
+  std::array<uint16_t, kMaxPatternStates> ends;
+  for (size_t q = 0; q < n; ++q) {
+    std::fill(best.begin(), best.end(), 0);
+    auto add = [&](uint16_t r, uint8_t bytes) {
+      if (best[r] == 0 || bytes < best[r]) best[r] = bytes;
+    };
+    for (int b = 1; b < 0x80; ++b) {
+      if (dfa.next[q][static_cast<size_t>(b)] != PatternDfa::kDead) add(dfa.next[q][static_cast<size_t>(b)], 1);
+    }
+    for (int lead = 0xC2; lead <= 0xF4; ++lead) {
+      const uint16_t r = dfa.next[q][static_cast<size_t>(lead)];
+      if (r == PatternDfa::kDead) continue;
+      const int need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : 1;
+      const uint8_t lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
+      const uint8_t hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+      const size_t count = FinishCharacter(dfa, r, need, lo, hi, ends.data());
+      for (size_t i = 0; i < count; ++i) add(ends[i], static_cast<uint8_t>(need + 1));
+    }
+    for (size_t r = 0; r < n; ++r) {
+      if (best[r] != 0) steps[q].push_back({static_cast<uint16_t>(r), best[r]});
+    }
+  }
+  std::vector<uint16_t> table(n * width, kNoLength);
+  for (size_t q = 0; q < n; ++q) {
+    if (dfa.accepting[q]) table[q * width] = 0;
+  }
+  for (size_t k = 1; k < width; ++k) {
+    for (size_t q = 0; q < n; ++q) {
+      uint32_t fewest = kNoLength;
+      for (const Step& st : steps[q]) {
+        const uint16_t rest = table[st.to * width + k - 1];
+        if (rest != kNoLength) fewest = std::min<uint32_t>(fewest, rest + st.bytes);
+      }
+      table[q * width + k] = static_cast<uint16_t>(std::min<uint32_t>(fewest, kNoLength));
+    }
+  }
+  return table;
 }
 
 std::string_view FormatPattern(std::string_view format) {

@@ -36,6 +36,18 @@ struct PatternDfa {
   bool Matches(std::string_view text) const;
 };
 
+// For a pattern beside minLength / maxLength: per state q (at a character boundary) and count k of
+// characters still to come (0..max_chars), the fewest bytes of valid UTF-8 that take q to an
+// accepting state in exactly k characters, or kNoLength; laid out [q * (max_chars + 1) + k]. With
+// it the grammar admits a byte iff some completion matches and meets both bounds within the bytes
+// left: the product of the automaton with a character counter, without building it.
+inline constexpr uint16_t kNoLength = 0xFFFF;
+std::vector<uint16_t> PatternLengthTable(const PatternDfa& dfa, uint32_t max_chars);
+// The boundary states reached by finishing the character in progress from `state`, with `need`
+// continuation bytes to come, the next in [lo, hi] (each set once in `out`, a state per entry).
+// Returns how many were written to `out` (room for kMaxPatternStates); allocates nothing.
+size_t FinishCharacter(const PatternDfa& dfa, uint16_t state, int need, uint8_t lo, uint8_t hi, uint16_t* out);
+
 // `path` names the keyword in errors ("tools[0]...properties.zip.pattern: ...").
 Result<std::shared_ptr<const PatternDfa>> CompilePattern(std::string_view pattern, const std::string& path);
 

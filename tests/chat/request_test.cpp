@@ -29,8 +29,8 @@ TEST(RequestValidation, SchemaErrorsNameTheField) {
       {"type":"function","function":{"name":"c","parameters":{"type":"object","properties":{"room":{"type":"null"}}}}}],
       "messages":[{"role":"user","content":"x"}]})",
                "tools[2].function.parameters.properties.room.type: unsupported type 'null'");
-  EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"room":{"type":["string","integer"]}}})"),
-               "tools[0].function.parameters.properties.room.type: type lists other than [T] and [T, \"null\"] are not supported");
+  EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"room":{"type":["string","integer"],"minItems":1}}})"),
+               "tools[0].function.parameters.properties.room.minItems: no type in the type list has minItems");
   EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"room":{"description":"x"}}})"),
                "tools[0].function.parameters.properties.room.type: missing");
   EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"room":"string"}})"),
@@ -54,8 +54,11 @@ TEST(RequestValidation, SchemaErrorsNameTheField) {
   EXPECT_ERROR(WithParameters(R"({"properties":{"a":{"type":"string"}}})"), "tools[0].function.parameters.type: missing");
   EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"a":{"type":"string","description":7}}})"),
                "tools[0].function.parameters.properties.a.description: must be a string, got integer");
-  EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"a":{"anyOf":[{"type":"string"},{"type":"integer"}]}}})"),
-               "tools[0].function.parameters.properties.a.anyOf: anyOf is supported only as [S] or [S, {\"type\":\"null\"}]");
+  EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"a":{"anyOf":[{"type":"string"},{"type":"string","maxLength":1},
+      {"type":"string","maxLength":2},{"type":"string","maxLength":3},{"type":"string","maxLength":4}]}}})"),
+               "tools[0].function.parameters.properties.a.anyOf: 5 branches whose values start alike could be open at once");
+  EXPECT_ERROR(WithParameters(R"({"anyOf":[{"type":"object"},{"type":"object","properties":{"b":{"type":"string"}}}]})"),
+               "tools[0].function.parameters: a union (anyOf, a type list) at the top is not supported");
   EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"a":{"oneOf":[{"type":"string"}]}}})"),
                "tools[0].function.parameters.properties.a.oneOf: schema composition is not supported");
   EXPECT_ERROR(WithParameters(R"({"type":"object","properties":{"a":{"type":"string","items":{"type":"string"}}}})"),

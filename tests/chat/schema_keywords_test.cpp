@@ -77,7 +77,7 @@ size_t EnumerateAdmitted(const Fixture& fx, const std::vector<std::string>& alph
   size_t admitted = 0;
   std::function<void(const CallMatcher&, const std::string&, size_t)> walk = [&](const CallMatcher& m, const std::string& text, size_t len) {
     CallMatcher end = m;
-    if (!text.empty() && end.Feed('}')) {
+    if (!text.empty() && end.Feed('}') && end.Feed(kSymEndCall)) {  // the value is complete, not a prefix
       ++admitted;
       EXPECT_TRUE(ValidatorAccepts(fx, text)) << "grammar admits " << text;
     }
@@ -107,7 +107,9 @@ std::string RandomDecimal(std::mt19937& rng, int max_int_digits, int max_frac_di
 }
 
 // Grammar and validator agree on `samples` random decimals (no exponent; integers without a point).
-void ExpectSameVerdicts(const std::string& schema, int int_digits, int frac_digits, size_t samples = 3000) {
+// `integral_floats`: also compare whole numbers written with a point ("90.0"), which the validator
+// counts as integers and the grammar writes without one (off for a union with an integer branch).
+void ExpectSameVerdicts(const std::string& schema, int int_digits, int frac_digits, size_t samples = 3000, bool integral_floats = true) {
   const Fixture fx = Compile(schema);
   std::mt19937 rng(31);
   size_t valid = 0;
@@ -115,6 +117,7 @@ void ExpectSameVerdicts(const std::string& schema, int int_digits, int frac_digi
     const std::string v = RandomDecimal(rng, int_digits, frac_digits);
     // A signed zero ("-0.00") is zero: written without the sign where no negative is allowed.
     if (v[0] == '-' && v.find_first_not_of("-0.") == std::string::npos) continue;
+    if (!integral_floats && v.find('.') != std::string::npos && v.find_first_not_of('0', v.find('.') + 1) == std::string::npos) continue;
     const bool by_schema = ValidatorAccepts(fx, v);
     valid += by_schema;
     EXPECT_EQ(GrammarAccepts(fx, v), by_schema) << schema << " value " << v;
@@ -249,6 +252,105 @@ TEST(SchemaKeywords, NullableTypeListsAndAnyOfWithNull) {
   EXPECT_FALSE(GrammarAccepts(objects, "[{k:null}]"));
 }
 
+// Grammar and validator agree on each of `values`.
+void ExpectAgreeOn(const std::string& schema, const std::vector<std::string>& values) {
+  const Fixture fx = Compile(schema);
+  for (const std::string& v : values) EXPECT_EQ(GrammarAccepts(fx, v), ValidatorAccepts(fx, v)) << schema << " value " << v;
+}
+
+TEST(SchemaKeywords, AnyOfOfDifferentTypes) {
+  const std::string schema = R"({"anyOf":[{"type":"integer","minimum":0,"maximum":20},{"type":"string","enum":["low","high"]}]})";
+  ExpectAgreeOn(schema, {"0", "20", "21", "-1", "<escape>low<escape>", "<escape>lo<escape>", "<escape>mid<escape>", "true", "null", "[1]"});
+  // The integers 0..20 written with these digits (0 1 2 9 10 11 12 19 20) and the two strings, nothing else.
+  EXPECT_EQ(EnumerateAdmitted(Compile(schema), {"0", "1", "2", "9", "-", "<escape>", "low", "high", "w"}, 4), 9u + 2u);
+  ExpectAgreeOn(R"({"anyOf":[{"type":"boolean"},{"type":"array","items":{"type":"integer","maximum":3}},{"type":"null"}]})",
+                {"true", "false", "null", "[]", "[3]", "[4]", "[true]", "3"});
+}
+
+TEST(SchemaKeywords, AnyOfBranchesSharingAPrefixAreNotChosenEarly) {
+  // Both branches are strings (or integers): the grammar runs them side by side until the text
+  // tells them apart, so each branch's whole language stays reachable.
+  ExpectSameStringVerdicts(R"({"anyOf":[{"type":"string","maxLength":2},{"type":"string","pattern":"^[ab]+c$"}]})", "abc", 6);
+  ExpectSameStringVerdicts(R"({"anyOf":[{"type":"string","enum":["ab","abcab"]},{"type":"string","pattern":"^a(bc)*$"}]})", "abc", 6);
+  ExpectSameVerdicts(R"({"anyOf":[{"type":"integer","minimum":0,"maximum":9},{"type":"integer","minimum":100,"maximum":120}]})", 3, 0);
+  ExpectSameVerdicts(R"({"anyOf":[{"type":"number","multipleOf":0.5,"maximum":3},{"type":"integer","minimum":50}]})", 3, 2, 3000, false);
+  ExpectSameVerdicts(R"({"anyOf":[{"type":"integer","enum":[5,12]},{"type":"integer","minimum":120,"maximum":130}]})", 3, 0);
+  const Fixture fx = Compile(R"({"anyOf":[{"type":"integer","minimum":0,"maximum":9},{"type":"integer","minimum":100,"maximum":120}]})");
+  EXPECT_EQ(EnumerateAdmitted(fx, kNumberAlphabet, 3), 10u + 21u);
+}
+
+TEST(SchemaKeywords, AnyOfOfObjectsWithDifferentProperties) {
+  const std::string schema = R"({"anyOf":[{"type":"object","properties":{"a":{"type":"integer","maximum":5}},"required":["a"]},
+      {"type":"object","properties":{"a":{"type":"boolean"},"b":{"type":"string","enum":["x"]}},"required":["b"]}]})";
+  ExpectAgreeOn(schema, {"{a:1}", "{a:6}", "{a:true}", "{b:<escape>x<escape>}", "{a:true,b:<escape>x<escape>}", "{a:1,b:<escape>x<escape>}",
+                         "{}", "{a:false,b:<escape>y<escape>}", "{b:<escape>x<escape>,a:true}"});
+  EXPECT_TRUE(GrammarAccepts(Compile(schema), "{a:true,b:<escape>x<escape>}"));
+  // {a:0}, {a:5}, {b:x}, and {a:true|false,b:x} with the keys in either order.
+  EXPECT_EQ(EnumerateAdmitted(Compile(schema), {"{", "}", "a:", "b:", ",", "0", "5", "7", "true", "false", "<escape>x<escape>"}, 7), 7u);
+}
+
+TEST(SchemaKeywords, NestedAnyOfInItemsAndProperties) {
+  const std::string schema = R"({"type":"array","maxItems":3,"items":{"anyOf":[{"type":"integer","minimum":1,"maximum":3},
+      {"type":"object","properties":{"k":{"anyOf":[{"type":"string","maxLength":1},{"type":"string","pattern":"^zz+$"},{"type":"null"}]}}},
+      {"type":"null"}]}})";
+  ExpectAgreeOn(schema, {"[]", "[1,null,3]", "[4]", "[{k:null}]", "[{k:<escape>a<escape>},2]", "[{k:<escape>ab<escape>}]",
+                         "[{k:<escape>zzz<escape>}]", "[{k:<escape>z<escape>}]", "[1,2,3,1]", "[null,{}]"});
+  EXPECT_TRUE(GrammarAccepts(Compile(schema), "[{k:<escape>zzz<escape>},null,2]"));
+}
+
+TEST(SchemaKeywords, FourBranchesOpenAtOnceThroughNesting) {
+  // Two arrays whose items are two strings each: four threads while an item is written, and as many
+  // again forked while one symbol is fed (the matcher's kMaxThreads).
+  const std::string schema = R"({"anyOf":[{"type":"array","maxItems":2,"items":{"anyOf":[{"type":"string","maxLength":1},{"type":"string","pattern":"^a+$"}]}},
+      {"type":"array","minItems":2,"items":{"anyOf":[{"type":"string","pattern":"^b+$"},{"type":"string","pattern":"^ab$"}]}}]})";
+  ExpectAgreeOn(schema, {"[<escape>x<escape>]", "[<escape>aaa<escape>,<escape>a<escape>]", "[<escape>bb<escape>,<escape>ab<escape>]",
+                         "[<escape>ab<escape>,<escape>ab<escape>]", "[<escape>ab<escape>]", "[<escape>ab<escape>,<escape>ab<escape>,<escape>b<escape>]",
+                         "[<escape>aab<escape>]", "[]", "[<escape>b<escape>,<escape>xy<escape>]"});
+  EXPECT_TRUE(GrammarAccepts(Compile(schema), "[<escape>ab<escape>,<escape>ab<escape>,<escape>b<escape>]"));
+}
+
+TEST(SchemaKeywords, TypeLists) {
+  const std::string mixed = R"({"type":["integer","string"],"minimum":0,"maximum":50,"maxLength":2})";
+  ExpectAgreeOn(mixed, {"0", "50", "51", "-3", "<escape>ab<escape>", "<escape>abc<escape>", "<escape><escape>", "null", "true"});
+  // 0 5 50, and the strings of at most two of 5 0 a: 1 + 3 + 9.
+  EXPECT_EQ(EnumerateAdmitted(Compile(mixed), {"5", "0", "<escape>", "a"}, 4), 3u + 13u);
+  const std::string scalars = R"({"type":["number","boolean","null"],"exclusiveMinimum":0})";
+  ExpectAgreeOn(scalars, {"0", "0.5", "-1", "true", "false", "null", "<escape>x<escape>", "[]"});
+  ExpectSameVerdicts(R"({"type":["integer","number"],"minimum":-2,"maximum":2.5})", 2, 2);
+  ExpectAgreeOn(R"({"type":["string","integer","null"],"enum":["on",1,2,null]})", {"<escape>on<escape>", "<escape>off<escape>", "1", "3", "null"});
+}
+
+TEST(SchemaKeywords, PatternWithLengthBounds) {
+  ExpectSameStringVerdicts(R"({"type":"string","pattern":"^[a-c]+$","minLength":2,"maxLength":4})", "abcd", 6);
+  ExpectSameStringVerdicts(R"({"type":"string","pattern":"^a*b$","maxLength":3})", "ab", 5);
+  ExpectSameStringVerdicts(R"({"type":"string","pattern":"x","minLength":3,"maxLength":4})", "x\xC3\xA9" "a", 8);
+  ExpectSameStringVerdicts(R"({"type":"string","format":"time","maxLength":8})", "012:", 9, 20000);
+  // The character counter and the automaton together: after "aaa" no "b" fits in 3 characters.
+  const Fixture fx = Compile(R"({"type":"string","pattern":"^a*b$","maxLength":3})");
+  CallMatcher m = AtValue(fx);
+  ASSERT_TRUE(FeedText(m, "<escape>aa"));
+  EXPECT_FALSE(m.Accepts('a'));
+  EXPECT_TRUE(m.Accepts('b'));
+  // Multi-byte characters count once: "éé" + "x" is 3 characters (5 bytes).
+  const Fixture utf8 = Compile(R"({"type":"string","pattern":"x$","maxLength":3})");
+  EXPECT_TRUE(GrammarAccepts(utf8, "<escape>\xC3\xA9\xC3\xA9x<escape>"));
+  EXPECT_FALSE(GrammarAccepts(utf8, "<escape>\xC3\xA9\xC3\xA9\xC3\xA9x<escape>"));
+}
+
+TEST(SchemaKeywords, ValidatorReportsUnions) {
+  const auto tools = OneParameter(R"({"type":"object","properties":{"u":{"anyOf":[{"type":"integer","maximum":5},{"type":"string","maxLength":1}]},
+      "t":{"type":["integer","boolean"],"minimum":0},"w":{"anyOf":[{"type":"integer","maximum":5},{"type":"number","minimum":10}]}}})");
+  ASSERT_TRUE(tools.ok()) << tools.status().ToString();
+  const auto errors = ValidateArguments(tools.value()[0].parameters, Json::parse(R"({"v":{"u":[1],"t":-1,"w":7}})"));
+  const std::set<std::string> got(errors.begin(), errors.end());
+  for (const char* want : {"arguments.v.u: expected integer or string, got array", "arguments.v.t: -1 is below the minimum 0",
+                           "arguments.v.w: 7 matches no branch of its anyOf (arguments.v.w: 7 is above the maximum 5; arguments.v.w: 7 is below the minimum 10)"}) {
+    EXPECT_EQ(got.count(want), 1u) << want;
+  }
+  EXPECT_EQ(errors.size(), 3u);
+  EXPECT_TRUE(ValidateArguments(tools.value()[0].parameters, Json::parse(R"({"v":{"u":"a","t":true,"w":12.5}})")).empty());
+}
+
 Status CompileStatus(const std::string& schema, uint32_t max_string_bytes = 200) {
   auto tools = OneParameter(schema);
   if (!tools.ok()) return tools.status();
@@ -271,15 +373,18 @@ TEST(SchemaKeywords, UnsupportedKeywordsAreRefusedNamingThem) {
       {R"({"type":"string","pattern":"a^b"})", "pattern"},
       {R"({"type":"string","pattern":"[é]"})", "pattern"},
       {R"({"type":"string","pattern":"^a|b$"})", "pattern"},
-      {R"({"type":"string","pattern":"^a+$","maxLength":3})", "maxLength"},
       {R"({"type":"number","multipleOf":1e-20})", "multipleOf"},
       {R"({"type":"integer","minimum":5,"maximum":4})", "maximum"},
       {R"({"type":"string","enum":["a","bb"],"maxLength":1})", "enum"},
       {R"({"type":"integer","enum":[1,2],"const":1})", "const"},
-      {R"({"anyOf":[{"type":"string"},{"type":"integer"}]})", "anyOf"},
       {R"({"anyOf":[{"type":"string"}],"minLength":2})", "minLength"},
-      {R"({"type":["string","integer"]})", "type"},
       {R"({"oneOf":[{"type":"string"}]})", "oneOf"},
+      // Five strings could be open at once while decoding (at most kMaxOpenBranches = 4).
+      {R"({"anyOf":[{"type":"string","maxLength":1},{"type":"string","maxLength":2},{"type":"string","maxLength":3},
+           {"type":"string","maxLength":4},{"type":"string","maxLength":5}]})", "anyOf"},
+      {R"({"type":["string","integer"],"minItems":1})", "minItems"},
+      {R"({"type":["string","integer"],"enum":["a",true]})", "enum"},
+      {R"({"type":"string","pattern":"^a{5}$","maxLength":3})", "pattern"},
   };
   for (const auto& [schema, keyword] : cases) {
     const Status st = CompileStatus(schema);

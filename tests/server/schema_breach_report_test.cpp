@@ -64,5 +64,32 @@ TEST(SchemaBreachReport, SameMessageInOutcomeResponseStreamAndEval) {
   EXPECT_FALSE(CallOutcomeToJson(fine)["calls"][0].contains("errors"));
 }
 
+// A union (anyOf, a type list) is reported by the same validator the grammar is tested against:
+// the branch of the value's type gives the reason; a value no branch admits is named with them all.
+TEST(SchemaBreachReport, UnionBreachesNameTheirReason) {
+  const std::vector<Tool> tools = ParseTools(OrderedJson::parse(R"([{"type":"function","function":{"name":"set_volume",
+      "description":"d","parameters":{"type":"object","properties":{"level":{"anyOf":[{"type":"integer","minimum":0,"maximum":100},
+      {"type":"string","enum":["max"]}]},"step":{"type":["integer","null"],"minimum":1}}}}}])")).value();
+  const std::pair<const char*, const char*> cases[] = {
+      {"level:150", "arguments.level: 150 is above the maximum 100"},
+      {"level:<escape>loud<escape>", "arguments.level: \"loud\" is not one of [\"max\"]"},
+      {"level:true", "arguments.level: expected integer or string, got boolean"},
+      {"step:0", "arguments.step: 0 is below the minimum 1"},
+  };
+  const ResponseMeta meta{"chatcmpl-8", 0, "m"};
+  for (const auto& [args, want] : cases) {
+    CallOutcome outcome;
+    outcome.parsed = ParseModelOutput("<start_function_call>call:set_volume{" + std::string(args) + "}<end_function_call><end_of_turn>", tools);
+    ASSERT_EQ(outcome.parsed.calls.size(), 1u) << args;
+    EXPECT_EQ(outcome.parsed.calls[0].errors, std::vector<std::string>{want}) << args;
+    EXPECT_EQ(CompletionResponse(meta, outcome)["choices"][0]["message"]["tool_calls"][0]["errors"], Json::array({want})) << args;
+  }
+  for (const char* args : {"level:100", "level:<escape>max<escape>", "step:null", "level:0,step:3"}) {
+    const ParsedOutput ok = ParseModelOutput("<start_function_call>call:set_volume{" + std::string(args) + "}<end_function_call><end_of_turn>", tools);
+    ASSERT_EQ(ok.calls.size(), 1u) << args;
+    EXPECT_TRUE(ok.calls[0].errors.empty()) << args;
+  }
+}
+
 }  // namespace
 }  // namespace fgemma::server
