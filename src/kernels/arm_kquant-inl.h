@@ -122,20 +122,32 @@ inline int32x4_t RowDots32(const int8x16_t w0[4], const int8x16_t w1[4], int8x16
                   PairSums(Dot32<kDot>(w0[2], w1[2], x0, x1), Dot32<kDot>(w0[3], w1[3], x0, x1)));
 }
 
+// The pointers of rows r0..r0 + 3 into the expanded rows (a partial last group repeats its last row;
+// only the real rows are stored): levels, scales, minimums.
+struct RowGroup {
+  const int8_t* q[4];
+  const uint8_t* scales[4];
+  const uint8_t* mins[4];
+};
+inline RowGroup GroupAt(const ArmKQuantJob& job, size_t r0) {
+  RowGroup g;
+  for (size_t r = 0; r < 4; ++r) {
+    const uint8_t* row = job.rows + (r0 + r < job.rows_count ? r0 + r : job.rows_count - 1) * job.row_bytes;
+    g.q[r] = reinterpret_cast<const int8_t*>(row);
+    g.scales[r] = row + job.cols;
+    g.mins[r] = row + job.cols + job.cols / 4;
+  }
+  return g;
+}
+
 // 4 rows x kT tokens from token t0; out[t] lane r is row r's output. Every small loop is unrolled
 // (GCC at -O2 otherwise keeps the weight vectors in a stack array, reloaded for every dot), and each
 // row's pointers only move forward.
 template <bool kDot, bool kMins, bool kSplit, size_t kT>
-inline void KQuantTile(const ArmKQuantJob& job, const uint8_t* const rows[4], size_t t0, float32x4_t out[kT]) {
-  const int8_t* q[4];
-  const uint8_t* scales[4];
-  const uint8_t* mins[4];
-#pragma GCC unroll 4
-  for (int r = 0; r < 4; ++r) {
-    q[r] = reinterpret_cast<const int8_t*>(rows[r]);
-    scales[r] = rows[r] + job.cols;
-    mins[r] = rows[r] + job.cols + job.cols / 4;
-  }
+inline void KQuantTile(const ArmKQuantJob& job, RowGroup g, size_t t0, float32x4_t out[kT]) {
+  const int8_t** q = g.q;
+  const uint8_t* const* scales = g.scales;
+  const uint8_t* const* mins = g.mins;
   const int8_t* xq[kT];
   const uint8_t* dx_at[kT];
   const float* tw[kT];
@@ -185,9 +197,9 @@ inline void KQuantTile(const ArmKQuantJob& job, const uint8_t* const rows[4], si
 }
 
 template <bool kDot, bool kMins, bool kSplit, size_t kT>
-inline void KQuantTileAndStore(const ArmKQuantJob& job, const uint8_t* const rows[4], size_t r0, size_t t0) {
+inline void KQuantTileAndStore(const ArmKQuantJob& job, const RowGroup& g, size_t r0, size_t t0) {
   float32x4_t acc[kT];
-  KQuantTile<kDot, kMins, kSplit, kT>(job, rows, t0, acc);
+  KQuantTile<kDot, kMins, kSplit, kT>(job, g, t0, acc);
   const size_t n = job.rows_count - r0 < 4 ? job.rows_count - r0 : 4;
   for (size_t t = 0; t < kT; ++t) {
     float* y = job.y + (t0 + t) * job.y_stride + r0;
@@ -204,14 +216,10 @@ inline void KQuantTileAndStore(const ArmKQuantJob& job, const uint8_t* const row
 template <bool kDot, bool kMins, bool kSplit>
 void KQuantRunRows(const ArmKQuantJob& job) {
   for (size_t r0 = 0; r0 < job.rows_count; r0 += 4) {
-    const uint8_t* rows[4];
-    for (size_t r = 0; r < 4; ++r) {
-      const size_t i = r0 + r < job.rows_count ? r0 + r : job.rows_count - 1;
-      rows[r] = job.rows + i * job.row_bytes;
-    }
+    const RowGroup g = GroupAt(job, r0);
     size_t t = 0;
-    for (; t + kKQuantTokens <= job.tokens; t += kKQuantTokens) KQuantTileAndStore<kDot, kMins, kSplit, kKQuantTokens>(job, rows, r0, t);
-    for (; t < job.tokens; ++t) KQuantTileAndStore<kDot, kMins, kSplit, 1>(job, rows, r0, t);
+    for (; t + kKQuantTokens <= job.tokens; t += kKQuantTokens) KQuantTileAndStore<kDot, kMins, kSplit, kKQuantTokens>(job, g, r0, t);
+    for (; t < job.tokens; ++t) KQuantTileAndStore<kDot, kMins, kSplit, 1>(job, g, r0, t);
   }
 }
 

@@ -28,16 +28,10 @@ inline int32x4_t Mmla16(int32x4_t acc, const int8x16_t w[2], const int8x16_t x[2
 
 // 4 rows x 2 kPairs tokens from t0.
 template <bool kMins, bool kSplit, size_t kPairs>
-void MmlaTile(const ArmKQuantJob& job, const uint8_t* const rows[4], size_t r0, size_t t0) {
-  const int8_t* q[4];
-  const uint8_t* scales[4];
-  const uint8_t* mins[4];
-#pragma GCC unroll 4
-  for (int r = 0; r < 4; ++r) {
-    q[r] = reinterpret_cast<const int8_t*>(rows[r]);
-    scales[r] = rows[r] + job.cols;
-    mins[r] = rows[r] + job.cols + job.cols / 4;
-  }
+void MmlaTile(const ArmKQuantJob& job, RowGroup g, size_t r0, size_t t0) {
+  const int8_t** q = g.q;
+  const uint8_t* const* scales = g.scales;
+  const uint8_t* const* mins = g.mins;
   constexpr size_t kT = 2 * kPairs;
   const int8_t* xq[kT];
   const uint8_t* dx_at[kT];
@@ -128,15 +122,11 @@ void MmlaTile(const ArmKQuantJob& job, const uint8_t* const rows[4], size_t r0, 
 template <bool kMins, bool kSplit>
 void MmlaRows(const ArmKQuantJob& job) {
   for (size_t r0 = 0; r0 < job.rows_count; r0 += 4) {
-    const uint8_t* rows[4];
-    for (size_t r = 0; r < 4; ++r) {
-      const size_t i = r0 + r < job.rows_count ? r0 + r : job.rows_count - 1;
-      rows[r] = job.rows + i * job.row_bytes;
-    }
+    const RowGroup g = GroupAt(job, r0);
     size_t t = 0;
-    for (; t + 4 <= job.tokens; t += 4) MmlaTile<kMins, kSplit, 2>(job, rows, r0, t);
-    for (; t + 2 <= job.tokens; t += 2) MmlaTile<kMins, kSplit, 1>(job, rows, r0, t);
-    for (; t < job.tokens; ++t) KQuantTileAndStore<true, kMins, kSplit, 1>(job, rows, r0, t);
+    for (; t + 4 <= job.tokens; t += 4) MmlaTile<kMins, kSplit, 2>(job, g, r0, t);
+    for (; t + 2 <= job.tokens; t += 2) MmlaTile<kMins, kSplit, 1>(job, g, r0, t);
+    for (; t < job.tokens; ++t) KQuantTileAndStore<true, kMins, kSplit, 1>(job, g, r0, t);
   }
 }
 
