@@ -89,6 +89,7 @@ bool kernels_internal::ArmDotActive() {
   const ArmTarget t = RunningArmTarget();
   return t == ArmTarget::kNeonDotprod || t == ArmTarget::kNeonI8mm;  // both read the 4-row panels
 }
+bool kernels_internal::ArmNeonActive() { return RunningArmTarget() != ArmTarget::kNone; }
 bool kernels_internal::ArmI8mmActive() { return RunningArmTarget() == ArmTarget::kNeonI8mm; }
 
 const char* KernelTargetName() {

@@ -40,4 +40,30 @@ void ArmDotPairedQ4MatMul(const ArmDotJob& job);
 inline size_t ArmI8mmPairBytes(size_t blocks, size_t tokens) { return tokens / 2 * blocks * 80 + blocks * 320; }
 void ArmI8mmMatMul(const ArmDotJob& job, uint8_t* pairs);
 
+// The expanded rows of q4_1, q5_0, q5_1, q4_K, q5_K and q6_K (kernels/matmul_internal.h) on Arm
+// (kernels/arm_kquant-inl.h): groups of 4 rows, each 16 values' int32 dot by sdot / vsdot
+// (ArmKQuantDotMatMul, the dot-product targets) or by widening multiplies (ArmKQuantNeonMatMul,
+// NEON without the dot product), then per row and token the fold of MatMulKQuantArmReference.
+struct ArmKQuantJob {
+  const uint8_t* rows = nullptr;    // expanded row of output row 0
+  size_t row_bytes = 0;             // ExpandedRowBytes(cols)
+  size_t cols = 0;
+  size_t blocks = 0;                // cols / 32
+  const uint8_t* packed = nullptr;  // QuantLayout records
+  size_t packed_stride = 0;
+  size_t d8_offset = 0;
+  const float* min_weights = nullptr;  // [tokens][blocks] dx_b * s_b; null: the type has no minimums
+  bool split_scales = false;           // a scale per 16 values (q6_K); else one a block (both copies equal)
+  size_t tokens = 0;
+  float* y = nullptr;  // output row 0 of token 0
+  size_t y_stride = 0;
+  size_t rows_count = 0;
+};
+// Defined in Arm builds (FGEMMA_ARM_DOT); the NEON one only where the baseline has NEON.
+void ArmKQuantDotMatMul(const ArmKQuantJob& job);
+void ArmKQuantNeonMatMul(const ArmKQuantJob& job);
+// smmla over row pairs x token pairs, the sdot tile for a last single token (aarch64 builds,
+// FGEMMA_ARM_I8MM; kernels/matmul_arm_kquant_i8mm.cpp): the same bits.
+void ArmKQuantI8mmMatMul(const ArmKQuantJob& job);
+
 }  // namespace fgemma::kernels_internal

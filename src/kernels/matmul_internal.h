@@ -107,6 +107,9 @@ bool ArmDotActive();
 // ... and multi-token products take aarch64's smmla (i8mm) over the same panels (the NEON_I8MM
 // target): the running target's panels are the same with and without it.
 bool ArmI8mmActive();
+// Some Arm kernel target runs (NEON, with or without the dot product): the expanded-row types take
+// the Arm kernels of kernels/arm_kquant-inl.h.
+bool ArmNeonActive();
 // MatMul on a matrix in the Arm panel layout, row_begin a multiple of its panel rows, a.packed set.
 void MatMulArmDot(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                   size_t row_end);
@@ -137,6 +140,16 @@ void ExpandRows(const TensorView& w, size_t r0, size_t r1, uint8_t* out);
 // expands the rows it needs into per-thread scratch (the same bits). Requires a.packed.
 void MatMulKQuant(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                   size_t row_end);
+// The Arm kernels' fold (kernels/arm_kquant-inl.h) in scalar code, from w.data and a.packed, per row
+// and token over blocks b (q6_K: and halves h, a scale each):
+//   acc = fma(float(int32 dot), scale * dx_b, acc); then, with minimums, acc = fma(min_b, t_b, acc)
+// from 0, t_b = dx_b * s_b. MatMul on Arm equals it bit for bit (tests; every build has it).
+void MatMulKQuantArmReference(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride,
+                              size_t row_begin, size_t row_end);
+// MatMul on these types runs the Arm kernels (an Arm build on a target with NEON compiled in).
+bool ArmKQuantActive();
+// t[b] = dx_b * s_b of one token's packed record, as the Arm kernels and their reference use it.
+void KQuantMinWeights(const QuantLayout& layout, const uint8_t* record, float* t);
 
 // Bytes of the interleaved copy of `w`, or 0 when the running target has no use for one (other
 // types, other targets; the types above always have their expanded copy). InterleaveWeights fills `out` (64-byte aligned). PrepareWeights makes

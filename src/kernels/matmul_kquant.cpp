@@ -40,11 +40,11 @@ struct ExpandedJob {
   kernels_internal::QuantLayout layout;
   float* y;  // y[t * y_stride + r] for rows r counted from the first
   size_t y_stride;
-  const float* min_weights = nullptr;  // [tokens][blocks] MinWeights (types with minimums)
+  const float* min_weights = nullptr;  // [tokens][blocks] KQuantMinWeights (types with minimums)
 };
 
 // The minimums' term of one row and token: sum_b min_b * t_b with t_b = dx_b * s_b (the token's
-// MinWeights), a float dot product in a fixed order (vector lanes, then the lane sum, then the
+// KQuantMinWeights), a float dot product in a fixed order (vector lanes, then the lane sum, then the
 // tail), the same whatever the batch or slice.
 // `mins` is read as bytes: an expanded row need not be 4-byte aligned (float loads from an unaligned
 // address fault on 32-bit Arm).
@@ -65,17 +65,6 @@ HWY_INLINE float MinFold(const uint8_t* mins, const float* t, size_t nb) {
     m = std::fma(min, t[b], m);
   }
   return m;
-}
-
-// t_b = dx_b * s_b of one token's packed record (s_b from its -128 * s_b).
-void MinWeights(const kernels_internal::QuantLayout& layout, const uint8_t* x, float* t) {
-  for (size_t b = 0; b < layout.blocks; ++b) {
-    float dx;
-    int32_t start;
-    std::memcpy(&dx, x + layout.d8_offset + 32 * b, 4);
-    std::memcpy(&start, x + layout.bsum_offset + 8 * b, 4);
-    t[b] = dx * static_cast<float>(start / -128);
-  }
 }
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
@@ -193,7 +182,7 @@ void MatMulExpandedImpl(const uint8_t* expanded, size_t cols, bool mins, const A
     // Per thread, grown to the largest batch once (no allocation in steady decoding).
     thread_local std::vector<float> min_weights;
     if (min_weights.size() < a.num_tokens * job.layout.blocks) min_weights.resize(a.num_tokens * job.layout.blocks);
-    for (size_t t = 0; t < a.num_tokens; ++t) MinWeights(job.layout, job.x + t * job.x_stride, min_weights.data() + t * job.layout.blocks);
+    for (size_t t = 0; t < a.num_tokens; ++t) kernels_internal::KQuantMinWeights(job.layout, job.x + t * job.x_stride, min_weights.data() + t * job.layout.blocks);
     job.min_weights = min_weights.data();
     RunRows<true>(job, rows, a.num_tokens);
   } else {
@@ -207,19 +196,90 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include <algorithm>
+#include <cmath>
 #include <vector>
+
+#include "kernels/matmul_arm_dot.h"
 
 namespace fgemma {
 HWY_EXPORT(MatMulExpandedImpl);
 
 namespace kernels_internal {
+void KQuantMinWeights(const QuantLayout& layout, const uint8_t* record, float* t) {
+  for (size_t b = 0; b < layout.blocks; ++b) {
+    float dx;
+    int32_t start;
+    std::memcpy(&dx, record + layout.d8_offset + 32 * b, 4);
+    std::memcpy(&start, record + layout.bsum_offset + 8 * b, 4);
+    t[b] = dx * static_cast<float>(start / -128);
+  }
+}
+
+namespace {
+using ArmKernel = void (*)(const ArmKQuantJob&);
+// The Arm kernel of kernels/arm_kquant-inl.h the running target takes (smmla, the dot product; NEON
+// where the baseline has it), or null: Highway's.
+ArmKernel RunningArmKernel() {
+#if defined(FGEMMA_ARM_I8MM) && defined(__aarch64__)
+  if (ArmI8mmActive()) return ArmKQuantI8mmMatMul;
+#endif
+#if defined(FGEMMA_ARM_DOT)
+  if (ArmDotActive()) return ArmKQuantDotMatMul;
+#if defined(__ARM_NEON)
+  if (ArmNeonActive()) return ArmKQuantNeonMatMul;
+#endif
+#endif
+  return nullptr;
+}
+
+bool ArmExpandedProduct(const uint8_t* expanded, size_t cols, bool mins, bool split, const Activations& a, float* y,
+                        size_t y_stride, size_t rows) {
+  const ArmKernel kernel = RunningArmKernel();
+  if (kernel == nullptr) return false;
+  const QuantLayout layout = QuantLayoutFor(cols);
+  ArmKQuantJob job;
+  job.rows = expanded;
+  job.row_bytes = ExpandedRowBytes(cols);
+  job.cols = cols;
+  job.blocks = layout.blocks;
+  job.packed = static_cast<const uint8_t*>(a.packed);
+  job.packed_stride = a.packed_stride;
+  job.d8_offset = layout.d8_offset;
+  job.tokens = a.num_tokens;
+  job.y = y;
+  job.y_stride = y_stride;
+  job.rows_count = rows;
+  job.split_scales = split;
+  if (mins) {
+    // Per thread, grown to the largest batch once (no allocation in steady decoding).
+    thread_local std::vector<float> min_weights;
+    if (min_weights.size() < a.num_tokens * layout.blocks) min_weights.resize(a.num_tokens * layout.blocks);
+    for (size_t t = 0; t < a.num_tokens; ++t) {
+      KQuantMinWeights(layout, job.packed + t * a.packed_stride, min_weights.data() + t * layout.blocks);
+    }
+    job.min_weights = min_weights.data();
+  }
+  kernel(job);
+  return true;
+}
+
+// Rows [0, rows) of the expanded rows at `expanded` into y (column offset included by the caller).
+void ExpandedProduct(DType type, const uint8_t* expanded, size_t cols, const Activations& a, float* y, size_t y_stride,
+                     size_t rows) {
+  const bool mins = ExpandedHasMins(type);
+  if (ArmExpandedProduct(expanded, cols, mins, type == DType::kQ6_K, a, y, y_stride, rows)) return;
+  HWY_DYNAMIC_DISPATCH(MatMulExpandedImpl)(expanded, cols, mins, a, y, y_stride, rows);
+}
+}  // namespace
+
+bool ArmKQuantActive() { return RunningArmKernel() != nullptr; }
+
 void MatMulKQuant(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                   size_t row_end) {
-  const bool mins = ExpandedHasMins(w.dtype);
   const size_t row_bytes = ExpandedRowBytes(w.cols);
   if (w.repacked != nullptr) {
-    HWY_DYNAMIC_DISPATCH(MatMulExpandedImpl)(static_cast<const uint8_t*>(w.repacked) + row_begin * row_bytes, w.cols,
-                                             mins, a, y + row_begin, y_stride, row_end - row_begin);
+    ExpandedProduct(w.dtype, static_cast<const uint8_t*>(w.repacked) + row_begin * row_bytes, w.cols, a, y + row_begin,
+                    y_stride, row_end - row_begin);
     return;
   }
   // The stored layout: expand 16 rows at a time into per-thread scratch, then the same kernel.
@@ -229,7 +289,46 @@ void MatMulKQuant(const KernelMatrix& w, const Activations& a, float* y, size_t 
   for (size_t r0 = row_begin; r0 < row_end; r0 += kChunkRows) {
     const size_t r1 = std::min(row_end, r0 + kChunkRows);
     ExpandRows(w, r0, r1, scratch.data());
-    HWY_DYNAMIC_DISPATCH(MatMulExpandedImpl)(scratch.data(), w.cols, mins, a, y + r0, y_stride, r1 - r0);
+    ExpandedProduct(w.dtype, scratch.data(), w.cols, a, y + r0, y_stride, r1 - r0);
+  }
+}
+
+void MatMulKQuantArmReference(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride,
+                              size_t row_begin, size_t row_end) {
+  const size_t cols = w.cols, row_bytes = ExpandedRowBytes(cols);
+  const QuantLayout layout = QuantLayoutFor(cols);
+  const bool mins = ExpandedHasMins(w.dtype);
+  std::vector<uint8_t> row(row_bytes);
+  std::vector<float> t_b(layout.blocks);
+  for (size_t r = row_begin; r < row_end; ++r) {
+    ExpandRows(w, r, r + 1, row.data());
+    const auto* q = reinterpret_cast<const int8_t*>(row.data());
+    for (size_t t = 0; t < a.num_tokens; ++t) {
+      const uint8_t* rec = static_cast<const uint8_t*>(a.packed) + t * a.packed_stride;
+      KQuantMinWeights(layout, rec, t_b.data());
+      float acc = 0.0f;
+      for (size_t b = 0; b < layout.blocks; ++b) {
+        float dx;
+        std::memcpy(&dx, rec + layout.d8_offset + 32 * b, 4);
+        // q6_K: a scale per 16 values; the others: one a block (its two copies are equal).
+        const size_t parts = w.dtype == DType::kQ6_K ? 2 : 1, part_values = 32 / parts;
+        for (size_t h = 0; h < parts; ++h) {
+          int32_t dot = 0;
+          for (size_t k = 32 * b + part_values * h; k < 32 * b + part_values * (h + 1); ++k) {
+            dot += int32_t{q[k]} * int32_t{static_cast<int8_t>(rec[k])};
+          }
+          float scale;
+          std::memcpy(&scale, row.data() + cols + 4 * (2 * b + h), 4);
+          acc = std::fma(static_cast<float>(dot), scale * dx, acc);
+        }
+        if (mins) {
+          float min;
+          std::memcpy(&min, row.data() + cols + cols / 4 + 4 * b, 4);
+          acc = std::fma(min, t_b[b], acc);
+        }
+      }
+      y[t * y_stride + r] = acc;
+    }
   }
 }
 }  // namespace kernels_internal

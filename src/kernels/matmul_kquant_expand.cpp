@@ -39,6 +39,10 @@ struct FifthBitTables {
 };
 constexpr FifthBitTables kFifthBits;
 
+// Q5_K's fifth bits 8 bytes at a time (the byte loop costs 2.2 guest instructions a value on aarch64,
+// this 1.6; q4_1's, q4_K's and q6_K's byte loops compile as well as their 64-bit forms or better).
+constexpr uint64_t kLowNibbles = 0x0F0F0F0F0F0F0F0FULL, kLowBits = 0x0101010101010101ULL;
+
 void ExpandQ4_1(const uint8_t* row, size_t nb, RowOut o) {
   for (size_t b = 0; b < nb; ++b, row += sizeof(BlockQ4_1)) {
     const float d = LoadF16(row + offsetof(BlockQ4_1, d));
@@ -93,18 +97,22 @@ void ExpandQK(const uint8_t* row, size_t nb, RowOut o) {
       o.Scale(16 * s + 2 * j + 1, d * static_cast<float>(sm.scale));
       o.Min(8 * s + j, -(dmin * static_cast<float>(sm.min)));
     }
+    // 8 bytes (elements l..l+7 of chunk c) a uint64: nibbles masked out whole; Q5_K's fifth bit of
+    // each byte's element is bit 2c (low nibble) or 2c + 1 (high) of the same qh byte, moved to bit 4.
     int8_t v[256];
     for (size_t c = 0; c < 4; ++c) {  // 64 values: sub-blocks 2c (low nibbles) and 2c + 1 (high)
-      for (size_t l = 0; l < 32; ++l) {
-        const uint8_t byte = row[kQs + 32 * c + l];
-        int lo = byte & 15, hi = byte >> 4;
+      for (size_t l = 0; l < 32; l += 8) {
+        uint64_t bytes;
+        std::memcpy(&bytes, row + kQs + 32 * c + l, 8);
+        uint64_t lo = bytes & kLowNibbles, hi = bytes >> 4 & kLowNibbles;
         if constexpr (kFive) {
-          const uint8_t h = row[offsetof(BlockQ5_K, qh) + l];
-          lo |= (h >> (2 * c) & 1) << 4;
-          hi |= (h >> (2 * c + 1) & 1) << 4;
+          uint64_t h;
+          std::memcpy(&h, row + offsetof(BlockQ5_K, qh) + l, 8);
+          lo |= (h >> (2 * c) & kLowBits) << 4;
+          hi |= (h >> (2 * c + 1) & kLowBits) << 4;
         }
-        v[64 * c + l] = static_cast<int8_t>(lo);
-        v[64 * c + 32 + l] = static_cast<int8_t>(hi);
+        std::memcpy(v + 64 * c + l, &lo, 8);
+        std::memcpy(v + 64 * c + 32 + l, &hi, 8);
       }
     }
     std::memcpy(o.q + 256 * s, v, 256);

@@ -187,6 +187,39 @@ TEST_P(KQuantTarget, BatchSplitAndLayoutGiveTheSameBits) {
   }
 }
 
+// On Arm (every target this CPU runs: NEON, NEON_DOTPROD, NEON_I8MM), the kernels of
+// kernels/arm_kquant-inl.h give the bits of their scalar fold, MatMulKQuantArmReference: row counts
+// around the 4-row groups, token counts around the token tiles, slices starting off a group, misaligned
+// expanded copies and outputs, the stored layout.
+TEST_P(KQuantTarget, ArmKernelsEqualTheirReferenceBitForBit) {
+  if (!kernels_internal::ArmKQuantActive()) GTEST_SKIP() << "no Arm kernel for these types on " << GetParam();
+  std::mt19937 rng(37);
+  for (DType type : kTypes) {
+    for (size_t shape = 0; shape < 3; ++shape) {
+      const size_t cols = ColsFor(type, shape);
+      for (size_t rows : {size_t{1}, size_t{3}, size_t{4}, size_t{9}}) {
+        for (size_t tokens : {size_t{1}, size_t{2}, size_t{5}, size_t{6}}) {
+          if (shape == 1 && tokens > 2) continue;  // the widest shape: enough with two
+          Weights w = MakeWeights(type, rows, cols, rows % 3, tokens % 2 == 1, rng);
+          Inputs in = MakeInputs(tokens, cols, rng);
+          const size_t row_begin = rows > 4 ? 1 : 0, y_stride = rows + 3, y_offset = tokens % 3;
+          std::vector<float> y_store(tokens * y_stride + y_offset, NAN), ref(tokens * rows, NAN);
+          float* y = y_store.data() + y_offset;
+          MatMul(w.view, in.a, y, y_stride, row_begin, rows);
+          kernels_internal::MatMulKQuantArmReference(w.view, in.a, ref.data(), rows, row_begin, rows);
+          for (size_t t = 0; t < tokens; ++t) {
+            for (size_t r = row_begin; r < rows; ++r) {
+              ASSERT_EQ(y[t * y_stride + r], ref[t * rows + r])
+                  << DTypeName(type) << " cols " << cols << " rows " << rows << " tokens " << tokens << " row " << r
+                  << " token " << t;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, KQuantTarget, ::testing::ValuesIn(KernelTargets()), test::TargetParamName);
 
 }  // namespace
