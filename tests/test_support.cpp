@@ -43,4 +43,13 @@ int RunCommand(const std::string& command, std::string* out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+std::string RefusalProblem(const std::string& command, const std::string& words) {
+  std::string out;
+  const int code = RunCommand(command, &out);
+  if (code == 0) return "accepted: " + command + "\n" + out;
+  if (code == 124) return "still running after its timeout: " + command + "\n" + out;
+  if (out.find(words) == std::string::npos) return "refused without naming " + words + ": " + command + "\n" + out;
+  return "";
+}
+
 }  // namespace fgemma::test

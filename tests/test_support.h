@@ -21,6 +21,9 @@ Json LoadGolden(const std::string& name);
 std::string SynthModelDir(const std::string& config, uint64_t seed, const std::string& dtype);
 // Runs a shell command, returning its exit code; stdout is captured into *out when non-null.
 int RunCommand(const std::string& command, std::string* out = nullptr);
+// Runs a command that must be refused: "" when it exits non-zero (not 124, `timeout`'s code for one
+// still running) and its output names `words`; otherwise what went wrong, with the command and output.
+std::string RefusalProblem(const std::string& command, const std::string& words);
 
 // True in AddressSanitizer builds, where each call on the mini model costs several times more.
 // Tests that repeat calls to vary the scheduling (not to reach other code) repeat fewer times there
