@@ -150,7 +150,8 @@ struct Loop::Conn {
 struct Loop::Job {
   std::unique_ptr<Conn> conn;
   Request request;
-  std::shared_ptr<void> ticket;
+  std::shared_ptr<void> ticket;     // received, not yet answered in full
+  std::shared_ptr<void> admission;  // admitted to wait for or hold a session
 };
 
 Loop::Loop(LoopOptions options, Handlers handlers) : options_(std::move(options)), handlers_(std::move(handlers)) {
@@ -447,11 +448,11 @@ void Loop::Linger(Conn& c) {
 
 void Loop::Dispatch(Conn& c) {
   Request request = std::move(c.parser.request());
-  std::shared_ptr<void> ticket = std::move(c.ticket);
-  if (std::optional<Response> refusal = handlers_.admit(request, ticket)) return Respond(c, *refusal, true);
+  std::shared_ptr<void> ticket = std::move(c.ticket), admission;
+  if (std::optional<Response> refusal = handlers_.admit(request, &admission)) return Respond(c, *refusal, true);
   Watch(c, 0);
   c.state = Conn::State::kDispatched;
-  Job job{std::move(conns_[c.fd]), std::move(request), std::move(ticket)};
+  Job job{std::move(conns_[c.fd]), std::move(request), std::move(ticket), std::move(admission)};
   {
     std::lock_guard lock(mu_);
     jobs_.push_back(std::move(job));
@@ -516,7 +517,7 @@ void Loop::WorkerLoop() {
     }
     ResponseWriter writer(job.conn->fd, job.request, options_.write_timeout);
     try {
-      handlers_.serve(job.request, writer);
+      handlers_.serve(job.request, writer, job.admission);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fgemma: internal error in a request handler: %s\n", e.what());
       if (!writer.written()) writer.Send(handlers_.error(500, std::string("internal error: ") + e.what()));
@@ -525,6 +526,7 @@ void Loop::WorkerLoop() {
     const bool close = writer.must_close() || !job.request.keep_alive;
     const size_t freed = job.request.body.capacity() * 8;  // and what its JSON grew to
     job.request = Request{};
+    job.admission.reset();
     job.ticket.reset();
     std::unique_ptr<Conn> conn = std::move(job.conn);
     std::lock_guard lock(mu_);

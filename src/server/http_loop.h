@@ -89,11 +89,13 @@ struct HeadVerdict {
 struct Handlers {
   // I/O thread, must not block: the head is complete, no body byte has been read.
   std::function<HeadVerdict(const Request&)> head;
-  // I/O thread: the body is complete; a refusal (429), or nullopt to queue it for a worker (the
-  // ticket may be replaced by one that also counts it as admitted).
-  std::function<std::optional<Response>(const Request&, std::shared_ptr<void>& ticket)> admit;
-  // A worker thread: answers the request.
-  std::function<void(Request&, ResponseWriter&)> serve;
+  // I/O thread: the body is complete; a refusal (429), or nullopt to queue it for a worker, with
+  // `*admission` set to what counts it as admitted (released by `serve` or after the answer).
+  std::function<std::optional<Response>(const Request&, std::shared_ptr<void>* admission)> admit;
+  // A worker thread: answers the request. It may release `admission` as soon as the work admission
+  // bounds is done (before the answer's last bytes: a client that has read its answer and asks
+  // again is then not refused for its own finished request).
+  std::function<void(Request&, ResponseWriter&, std::shared_ptr<void>& admission)> serve;
   // Any thread: the response for an error the loop itself meets (parse errors, 408, 503).
   std::function<Response(int status, const std::string& message)> error;
 };

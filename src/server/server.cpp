@@ -74,10 +74,11 @@ struct Server::Impl {
   std::unique_ptr<http::Loop> loop;
 
   http::HeadVerdict Head(const http::Request& req);
-  std::optional<http::Response> Admit(std::shared_ptr<void>& ticket);
+  std::optional<http::Response> Admit(std::shared_ptr<void>* admission);
   http::Response QueueFull() const;
   http::Response Health() const;
-  void ChatCompletions(const http::Request& req, http::ResponseWriter& out);
+  // `admission` (Admit's count) is released with the session, before the answer's last bytes.
+  void ChatCompletions(const http::Request& req, http::ResponseWriter& out, std::shared_ptr<void>& admission);
 };
 
 namespace {
@@ -178,14 +179,12 @@ http::Response Server::Impl::QueueFull() const {
 }
 
 // Admission: at most sessions + --max-queue complete requests wait for or hold a session.
-std::optional<http::Response> Server::Impl::Admit(std::shared_ptr<void>& ticket) {
+std::optional<http::Response> Server::Impl::Admit(std::shared_ptr<void>* admission) {
   if (in_flight.fetch_add(1) >= Sessions() + options.max_queue) {
     --in_flight;
     return QueueFull();
   }
-  auto both = std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(
-      std::move(ticket), std::shared_ptr<void>(nullptr, [this](void*) { --in_flight; }));
-  ticket = std::shared_ptr<void>(both, nullptr);
+  *admission = std::shared_ptr<void>(nullptr, [this](void*) { --in_flight; });
   return std::nullopt;
 }
 
@@ -244,7 +243,7 @@ struct StreamJob {
 
 }  // namespace
 
-void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWriter& out) {
+void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWriter& out, std::shared_ptr<void>& admission) {
   const auto arrival = std::chrono::steady_clock::now();
   const auto send_error = [&](int status, const std::string& message, const std::string& type) {
     out.Send(Error(status, message, type));
@@ -367,11 +366,13 @@ void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWrite
     out.Send(res);
   };
 
-  // The session goes back to the pool as soon as the call ends, before the answer's last bytes:
-  // a client that has read its whole answer finds the session free (/health's "busy").
+  // The session and the admission go back as soon as the call ends, before the answer's last bytes:
+  // a client that has read its whole answer finds the session free (/health's "busy") and is not
+  // refused (429) for its own finished request.
   if (!stream) {
     const Run r = run({});
     lease.reset();
+    admission.reset();
     return send_run(r);
   }
   Run result;  // before `job`, whose destructor joins the thread that writes it
@@ -397,6 +398,7 @@ void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWrite
       lock.unlock();
       job.thread.join();
       lease.reset();
+      admission.reset();
       return send_run(result);
     }
   }
@@ -426,6 +428,7 @@ void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWrite
   }
   job.thread.join();
   lease.reset();
+  admission.reset();
   if (result.status != 200) {
     send(result.response);
   } else {
@@ -532,8 +535,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   Impl* raw = impl.get();
   http::Handlers handlers;
   handlers.head = [raw](const http::Request& req) { return raw->Head(req); };
-  handlers.admit = [raw](const http::Request&, std::shared_ptr<void>& ticket) { return raw->Admit(ticket); };
-  handlers.serve = [raw](http::Request& req, http::ResponseWriter& out) { raw->ChatCompletions(req, out); };
+  handlers.admit = [raw](const http::Request&, std::shared_ptr<void>* admission) { return raw->Admit(admission); };
+  handlers.serve = [raw](http::Request& req, http::ResponseWriter& out, std::shared_ptr<void>& admission) {
+    raw->ChatCompletions(req, out, admission);
+  };
   handlers.error = [](int status, const std::string& message) { return Error(status, message, ErrorType(status)); };
   impl->loop = std::make_unique<http::Loop>(lo, std::move(handlers));
   return std::unique_ptr<Server>(new Server(std::move(impl)));
