@@ -49,6 +49,67 @@ Result<bool> Contains(Value container, std::string_view key) {
   return InvalidArgument(std::string("argument of type '") + JsonKindName(*container) + "' is not iterable");
 }
 
+namespace {
+
+// Python's repr() of a JSON value, as str() of a list or dict writes its elements. Strings are
+// written as Python does for ASCII text (quotes chosen as Python chooses them, \\ \t \n \r and
+// other control bytes escaped); non-ASCII text inside a container would need Python's Unicode
+// printability tables and is refused instead of guessed.
+Result<std::string> PyRepr(const OrderedJson& v) {
+  switch (v.type()) {
+    case OrderedJson::value_t::string: {
+      const std::string& text = v.get_ref<const std::string&>();
+      const bool double_quoted = text.find('\'') != std::string::npos && text.find('"') == std::string::npos;
+      const char quote = double_quoted ? '"' : '\'';
+      std::string out(1, quote);
+      for (unsigned char c : text) {
+        if (c >= 0x80) return Unsupported("printing non-ASCII text inside a JSON list or object is not supported");
+        if (c == '\\' || c == static_cast<unsigned char>(quote)) {
+          out += '\\';
+          out += static_cast<char>(c);
+        } else if (c == '\t') {
+          out += "\\t";
+        } else if (c == '\n') {
+          out += "\\n";
+        } else if (c == '\r') {
+          out += "\\r";
+        } else if (c < 0x20 || c == 0x7f) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\x";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
+        } else {
+          out += static_cast<char>(c);
+        }
+      }
+      return out + quote;
+    }
+    case OrderedJson::value_t::array: {
+      std::string out = "[";
+      for (size_t i = 0; i < v.size(); ++i) {
+        FGEMMA_TRY(std::string element, PyRepr(v[i]));
+        out += (i ? ", " : "") + element;
+      }
+      return out + "]";
+    }
+    case OrderedJson::value_t::object: {
+      std::string out = "{";
+      bool first = true;
+      for (const auto& [key, value] : v.items()) {
+        FGEMMA_TRY(std::string k, PyRepr(OrderedJson(key)));
+        FGEMMA_TRY(std::string e, PyRepr(value));
+        out += (first ? "" : ", ") + k + ": " + e;
+        first = false;
+      }
+      return out + "}";
+    }
+    default:
+      return Str(&v);
+  }
+}
+
+}  // namespace
+
 Result<std::string> Str(Value v) {
   if (v == nullptr) return std::string();
   switch (v->type()) {
@@ -58,9 +119,10 @@ Result<std::string> Str(Value v) {
     case OrderedJson::value_t::number_unsigned: return std::to_string(v->get<uint64_t>());
     case OrderedJson::value_t::number_float: return py::FloatRepr(v->get<double>());
     case OrderedJson::value_t::string: return v->get<std::string>();
+    case OrderedJson::value_t::array:
+    case OrderedJson::value_t::object: return PyRepr(*v);  // str() of a list or dict, as Jinja prints it
     default:
-      return Unsupported(std::string("printing a JSON ") + JsonKindName(*v) +
-                         " where the template expects text (Python repr) is not supported");
+      return Unsupported(std::string("printing a JSON ") + JsonKindName(*v) + " where the template expects text is not supported");
   }
 }
 

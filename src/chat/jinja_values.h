@@ -37,7 +37,8 @@ bool Equals(Value v, std::string_view text);
 Result<bool> Contains(Value container, std::string_view key);
 
 // str(v) as `{{ v }}` prints it: strings as is, ints in decimal, floats as repr(), True/False/None,
-// Undefined as "". Lists and mappings (Python repr) are not reproduced: Unsupported.
+// Undefined as "". Lists and mappings print as Python's str() of them for ASCII text (non-ASCII inside
+// them: Unsupported, Python's printability rules are not reproduced).
 Result<std::string> Str(Value v);
 // `| upper` of str(v); only ASCII is reproduced (Python's upper has full Unicode case mappings).
 Result<std::string> Upper(Value v);

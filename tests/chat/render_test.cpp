@@ -3,6 +3,7 @@
 // template's quirks one by one.
 #include <gtest/gtest.h>
 
+#include "chat/jinja_values.h"
 #include "chat/render.h"
 #include "chat/request.h"
 #include "chat_test_util.h"
@@ -222,6 +223,34 @@ TEST(RenderQuirks, RawInputRendersWhatValidationRejects) {
       << parts->prefix;
   OrderedJson body = {{"tools", tools}, {"messages", messages}};
   EXPECT_FALSE(ParseChatRequest(body).ok());
+}
+
+TEST(RenderQuirks, ListsAndDictsPrintAsPythonStr) {
+  // Expected: Python 3's str() of the same list.
+  const OrderedJson v = J(R"(["it's", "a\"b", "both'\"", "back\\slash\n\t\u0001\u007f", 1, 2.5, 1e-05, true, null,
+      {"k": [1, "v"]}, []])");
+  auto text = jinja::Str(&v);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(*text, R"(["it's", 'a"b', 'both\'"', 'back\\slash\n\t\x01\x7f', 1, 2.5, 1e-05, True, None, {'k': [1, 'v']}, []])");
+  const OrderedJson non_ascii = J(R"(["é"])");
+  EXPECT_FALSE(jinja::Str(&non_ascii).ok());  // Python's printability rules are not reproduced: refused
+}
+
+TEST(RenderQuirks, TypeListsPrintAsPythonDoesThem) {
+  // The template upper-cases a property's `type`; for a list Jinja prints Python's str() of it.
+  // Expected text rendered by jinja2 3.1.6 (trim_blocks, lstrip_blocks, as apply_chat_template).
+  const OrderedJson tools = J(R"([{"type":"function","function":{"name":"set_level","description":"Set it","parameters":{
+      "type":"object","properties":{"level":{"type":["integer","null"],"description":"L"},
+      "mode":{"type":"string","enum":["a","it's"]},"opt":{"type":["string","number"]}},"required":["level"]}}}])");
+  auto p = RenderRequest(tools, J(R"([{"role":"user","content":"hi"}])"), true);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(*p,
+            "<bos><start_of_turn>developer\n<start_function_declaration>declaration:set_level{description:<escape>Set it<escape>,"
+            "parameters:{properties:{level:{description:<escape>L<escape>,type:<escape>['INTEGER', 'NULL']<escape>},"
+            "mode:{description:<escape><escape>,enum:[<escape>a<escape>,<escape>it's<escape>],type:<escape>STRING<escape>},"
+            "opt:{description:<escape><escape>,type:<escape>['STRING', 'NUMBER']<escape>}},required:[<escape>level<escape>],"
+            "type:<escape>OBJECT<escape>}}<end_function_declaration><end_of_turn>\n<start_of_turn>user\nhi<end_of_turn>\n"
+            "<start_of_turn>model\n");
 }
 
 TEST(RenderQuirks, TemplateErrorsAreErrors) {
