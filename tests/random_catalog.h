@@ -14,7 +14,7 @@ class CatalogGenerator {
  public:
   // `keywords`: schemas also draw every keyword the grammar enforces (numeric enums and ranges,
   // steps, string lengths, patterns and formats (also beside lengths), item counts, const, nullable,
-  // anyOf); off, the sequence of catalogs is the one the older tests were written against.
+  // anyOf, type lists); off, the sequence of catalogs is the one the older tests were written against.
   explicit CatalogGenerator(uint32_t seed, bool keywords = false) : rng_(seed), keywords_(keywords) {}
 
   std::string Identifier(size_t min_len = 2) {
@@ -144,11 +144,34 @@ class CatalogGenerator {
     }
   }
 
+  // A type list of two scalar types (sometimes with "null"), each type taking its own keywords
+  // (lengths for strings, a range for numbers). The template prints the list as Python's str().
+  void TypeList(OrderedJson* s) {
+    static const char* kTypes[] = {"string", "integer", "number", "boolean"};
+    const size_t first = Pick(4), second = (first + 1 + Pick(3)) % 4;
+    OrderedJson types = OrderedJson::array({kTypes[first], kTypes[second]});
+    if (Pick(3) == 0) types.push_back("null");
+    for (size_t t : {first, second}) {
+      if (t == 0 && Pick(2)) {
+        (*s)["minLength"] = Pick(3);
+        (*s)["maxLength"] = 3 + Pick(6);
+      }
+      if ((t == 1 || t == 2) && Pick(2)) {
+        (*s)["minimum"] = Int(-50, 0);
+        (*s)["maximum"] = Int(1, 50);
+      }
+    }
+    (*s)["type"] = types;
+  }
+
   // anyOf of two or three schemas (some starting alike: two strings, two numbers, two objects),
-  // with or without null. Branches hold no union themselves, so at most three are open at once (the
-  // parser's bound is 4). No type lists: the official template cannot print a list as `type` (the
-  // prompt is refused at render); the grammar runs them as anyOf (SchemaKeywords.TypeLists).
+  // with or without null, or a type list. Branches hold no union themselves, so at most three are
+  // open at once (the parser's bound is 4).
   void Union(OrderedJson* s, int depth) {
+    if (Pick(3) == 0) {
+      TypeList(s);
+      return;
+    }
     OrderedJson branches = OrderedJson::array();
     in_union_ = true;
     for (size_t i = 0, n = 2 + Pick(2); i < n; ++i) {
