@@ -369,10 +369,13 @@ void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWrite
   // The session and the admission go back as soon as the call ends, before the answer's last bytes:
   // a client that has read its whole answer finds the session free (/health's "busy") and is not
   // refused (429) for its own finished request.
-  if (!stream) {
-    const Run r = run({});
+  const auto call_ended = [&] {
     lease.reset();
     admission.reset();
+  };
+  if (!stream) {
+    const Run r = run({});
+    call_ended();
     return send_run(r);
   }
   Run result;  // before `job`, whose destructor joins the thread that writes it
@@ -397,8 +400,7 @@ void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWrite
     if (!job.started && result.status != 200) {
       lock.unlock();
       job.thread.join();
-      lease.reset();
-      admission.reset();
+      call_ended();
       return send_run(result);
     }
   }
@@ -427,8 +429,7 @@ void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWrite
     }
   }
   job.thread.join();
-  lease.reset();
-  admission.reset();
+  call_ended();
   if (result.status != 200) {
     send(result.response);
   } else {
