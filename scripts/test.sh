@@ -26,6 +26,13 @@ stage release
 cmake --workflow --preset release
 if [ "${FGEMMA_SKIP_ASAN:-0}" != 1 ]; then
   stage asan
+  # The asan test preset leaves out, besides the heavy/real labels, five tests that repeat the same
+  # calls many times to compare the answers (8-client server runs, pooled-session determinism, 4
+  # threads on one C API group, eval's perturbation table, bench's client rounds): together 572 s of
+  # the stage's 1,136 (CI of 9dacce5). Release runs them; the memory paths they walk (batched and
+  # pooled serving, shared C API passes, eval; bench --clients drives the same pass groups) run under
+  # ASan in smaller tests (ServerBatching.BatchedAnswersEqualSingleAnswers, the other ServerDeterminism,
+  # SharedPassesCapi and EvalRun tests).
   cmake --workflow --preset asan
 fi
 if [ "${FGEMMA_VALGRIND:-0}" = 1 ]; then
