@@ -53,7 +53,8 @@ class ConstraintVocab {
   bool FeedToken(CallMatcher& m, int32_t id) const;
 
   // The run of symbols the grammar forces from `state` (empty when it offers a choice), as canonical
-  // tokens: text runs encoded by the tokenizer, control symbols as their ids.
+  // tokens: text runs encoded by the tokenizer, control symbols as their ids. A text run that ends
+  // at a choice leaves out its last token (a token spanning into the choice is allowed there too).
   void ForcedTokens(const CallMatcher& state, std::vector<int32_t>* out) const;
 
   int32_t vocab_size() const { return static_cast<int32_t>(symbol_of_.size()); }
