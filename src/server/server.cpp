@@ -487,7 +487,9 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
       if (s.name == name) return InvalidArgument("--lora " + spec + ": the model name \"" + name + "\" is served twice");
     served.push_back({name, spec.substr(eq + 1)});
   }
-  FGEMMA_TRY(LoadedModel loaded, LoadModel(options.model_path));
+  LoadOptions load_options;
+  load_options.tokenizer_path = options.tokenizer_path;
+  FGEMMA_TRY(LoadedModel loaded, LoadModel(options.model_path, load_options));
   FunctionCallerOptions base_options;
   base_options.threads = options.threads;
   base_options.context = options.context;

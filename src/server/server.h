@@ -26,6 +26,7 @@ inline constexpr size_t kMaxHttpWorkers = 4096;
 
 struct ServerOptions {
   std::string model_path;
+  std::string tokenizer_path;      // "" = the model's own vocabulary (LoadOptions::tokenizer_path)
   std::string model_name;          // "" = the model path's last component
   std::string host = "127.0.0.1";
   int port = 8080;                 // 0 = any free port (see Server::port())

@@ -61,6 +61,7 @@ const CommandRegistration kServe(90, [](CLI::App& app) -> std::function<int()> {
   auto o = std::make_shared<server::ServerOptions>();
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/chat/completions, /v1/models, /health)");
   cmd->add_option("--model", o->model_path, "model directory, .safetensors or .gguf")->required();
+  cmd->add_option("--tokenizer", o->tokenizer_path, "tokenizer.json or directory (default: beside the model / in the GGUF)");
   auto loras = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--lora", *loras,
                   "PEFT LoRA adapter: DIR[:SCALE] for the model's own name, or NAME=DIR[:SCALE] (repeatable) to "
