@@ -80,6 +80,9 @@ if(EXISTS "${PROJECT_SOURCE_DIR}/src/server" AND NOT FGEMMA_CROSS_DEPS)
   if(TARGET fgemma_load_tests)
     target_link_libraries(fgemma_load_tests PRIVATE fgemma_server)
   endif()
+  if(TARGET fgemma_real_tests)  # the cartridge served to an OpenAI client
+    target_link_libraries(fgemma_real_tests PRIVATE fgemma_server)
+  endif()
 endif()
 
 if(FGEMMA_BUILD_TESTS)

@@ -1,5 +1,6 @@
-// fgemma demo: the smart-home example on the real Gemma 3 270M when the cache holds it
-// (scripts/fetch-real-model.sh), else on a synthesized FunctionGemma-shaped model.
+// fgemma demo: with the real Gemma 3 270M in the cache (scripts/fetch-real-model.sh), the
+// phone-actions cartridge on a few phone utterances; else the smart-home example on a synthesized
+// FunctionGemma-shaped model.
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -7,12 +8,14 @@
 #include <filesystem>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include <cstdio>
 #include <cstdlib>
 
 #include "call_common.h"
 #include "command.h"
+#include "lora_option.h"
 #include "number_options.h"
 #include "kernels/matmul.h"
 #include "model/convert.h"
@@ -50,6 +53,7 @@ Status MakeDirs(const std::string& path) {
 
 struct DemoArgs {
   std::string utterance = "Turn on the lights in the kitchen and dim them to 40 percent";
+  bool utterance_given = false;  // else the cartridge's demo says its own phone utterances
   int threads = 0;
 };
 
@@ -115,27 +119,69 @@ std::optional<std::pair<std::string, LoadedModel>> RealModel(const std::string& 
   return std::nullopt;
 }
 
+// What the demo runs: a catalog, the utterances said to it, and the adapter over the base.
+struct DemoPlan {
+  std::string tools_path, tool_choice, cache_name, lora;
+  std::vector<std::string> utterances;
+};
+
+// The real base with the phone-actions cartridge (cartridges/phone-actions: LoRA + catalog) when
+// both are there: the calls a trained cartridge makes. Otherwise the smart-home catalog under
+// tool_choice required, the same utterance twice (cold, then warm).
+DemoPlan PlanDemo(const DemoArgs& a, bool real) {
+  const std::string cartridge = AssetsRoot() + "/cartridges/phone-actions";
+  if (real && FileExists(cartridge + "/adapter_model.safetensors") && FileExists(cartridge + "/tools.json")) {
+    DemoPlan p{cartridge + "/tools.json", "auto", "phone-actions.kvcache", cartridge, {}};
+    if (a.utterance_given) {
+      p.utterances = {a.utterance};
+    } else {
+      // Phrased as the cartridge's training rows are (its README lists phrasings it gets wrong).
+      p.utterances = {"Turn on the flashlight", "Volume to 30 percent",
+                      "Email ana@example.com with the subject \"Lunch\" saying See you at noon.",
+                      "Show me the way to the train station", "tell me a joke"};
+    }
+    return p;
+  }
+  return {AssetsRoot() + "/examples/smart-home/tools.json", "required", "smart-home.kvcache", "", {a.utterance, a.utterance}};
+}
+
+void PrintOutcome(const std::string& label, const CallOutcome& outcome) {
+  const CallTiming& t = outcome.timing;
+  const Json j = CallOutcomeToJson(outcome);
+  std::printf("%s (catalog prefix: %s, %zu tokens, %.0f ms)\n", label.c_str(), t.cache_source.c_str(), t.prefix_tokens, t.prefix_ms);
+  std::printf("  %s\n", j["calls"].empty() && j.contains("text") ? ("text: " + j["text"].dump()).c_str() : j["calls"].dump().c_str());
+  const ConstrainedStats& s = outcome.stats;
+  std::printf("  total %.0f ms, %zu passes over the weights: %zu prompt tokens, %zu generated\n"
+              "  speed-ups: catalog prefix %s; %zu prompt tokens kept from the previous request;\n"
+              "             %zu tokens by jump-forward (no pass); %zu guessed tokens checked in the same passes,\n"
+              "             %zu confirmed; %zu of %zu head steps restricted to the tokens the grammar allows\n\n",
+              t.total_ms, s.model_calls, t.prompt_tokens, t.generated_tokens,
+              t.cache_hit ? "restored, not recomputed" : "computed (kept for the next call)", t.reused_tokens, s.forced_tokens,
+              s.drafted_tokens, s.accepted_tokens, s.restricted_steps, s.head_steps);
+}
+
 int RunDemo(const DemoArgs& a) {
   const std::string cache = CacheDir();
   if (Status st = MakeDirs(cache); !st.ok()) return Fail(st.ToString());
   auto real = RealModel(cache);
   Result<std::string> model_path = real ? real->first : DemoModel(cache);
   if (!model_path.ok()) return Fail(model_path.status().ToString());
-  CallInputs in;
-  in.tools_path = AssetsRoot() + "/examples/smart-home/tools.json";
-  in.utterance = a.utterance;
-  in.tool_choice = "required";
-  auto request = BuildCallRequest(in);
-  if (!request.ok()) return Fail(request.status().ToString());
+  const DemoPlan plan = PlanDemo(a, real.has_value());
   auto loaded = real ? Result<LoadedModel>(std::move(real->second)) : LoadModel(model_path.value(), LoadOptions{});
   if (!loaded.ok()) return Fail(loaded.status().ToString());
   FunctionCallerOptions fo;
   fo.threads = a.threads;
-  fo.cache_path = cache + "/smart-home.kvcache";
+  fo.cache_path = cache + "/" + plan.cache_name;
+  auto lora = LoadLoraOption(plan.lora, *loaded->model);
+  if (!lora.ok()) return Fail(lora.status().ToString());
+  fo.lora = std::move(lora).value();
   auto caller = FunctionCaller::Create(loaded.value(), fo);
   if (!caller.ok()) return Fail(caller.status().ToString());
 
-  if (real) {
+  if (real && fo.lora) {
+    std::printf("NOTE: the real Gemma 3 270M (trained weights, from the cache) with the phone-actions cartridge\n"
+                "      (cartridges/phone-actions: a LoRA adapter trained by examples/fine-tune, and its catalog).\n\n");
+  } else if (real) {
     std::printf("NOTE: the real Gemma 3 270M (trained weights, from the cache): the base model FunctionGemma-270M was\n"
                 "      fine-tuned from, not FunctionGemma itself. Constrained decoding keeps the call valid; what it\n"
                 "      chooses is the untuned model's guess (docs/real-model.md).\n\n");
@@ -144,34 +190,33 @@ int RunDemo(const DemoArgs& a) {
                 "      The call below is valid by construction (constrained decoding) but its content is noise;\n"
                 "      run scripts/fetch-real-model.sh for the real Gemma 3 270M (docs/real-model.md).\n\n");
   }
-  std::printf("model:     %s (%s, kernels %s)\ntools:     %s (%zu functions)\nutterance: %s\n\n", model_path->c_str(),
-              real ? "real Gemma 3 270M" : "q8_0", KernelTargetName(), in.tools_path.c_str(),
-              request->chat.tools.size(), a.utterance.c_str());
-  for (const char* label : {"first request", "second request"}) {
+  std::printf("model:     %s (%s, kernels %s)%s%s\ntools:     %s (tool_choice %s)\n\n", model_path->c_str(),
+              real ? "real Gemma 3 270M" : "q8_0", KernelTargetName(), fo.lora ? "\nadapter:   " : "", plan.lora.c_str(),
+              plan.tools_path.c_str(), plan.tool_choice.c_str());
+  for (size_t i = 0; i < plan.utterances.size(); ++i) {
+    CallInputs in;
+    in.tools_path = plan.tools_path;
+    in.utterance = plan.utterances[i];
+    in.tool_choice = plan.tool_choice;
+    auto request = BuildCallRequest(in);
+    if (!request.ok()) return Fail(request.status().ToString());
     auto outcome = caller.value()->Call(request.value());
     for (const auto& w : caller.value()->TakeWarnings()) std::fprintf(stderr, "fgemma: warning: %s\n", w.c_str());
     if (!outcome.ok()) return Fail(outcome.status().ToString());
-    const CallTiming& t = outcome->timing;
-    std::printf("%s (catalog prefix: %s, %zu tokens, %.0f ms)\n", label, t.cache_source.c_str(), t.prefix_tokens, t.prefix_ms);
-    std::printf("  %s\n", CallOutcomeToJson(outcome.value())["calls"].dump().c_str());
-    const ConstrainedStats& s = outcome->stats;
-    std::printf("  total %.0f ms, %zu passes over the weights: %zu prompt tokens, %zu generated\n"
-                "  speed-ups: catalog prefix %s; %zu prompt tokens kept from the previous request;\n"
-                "             %zu tokens by jump-forward (no pass); %zu guessed tokens checked in the same passes,\n"
-                "             %zu confirmed; %zu of %zu head steps restricted to the tokens the grammar allows\n\n",
-                t.total_ms, s.model_calls, t.prompt_tokens, t.generated_tokens,
-                t.cache_hit ? "restored, not recomputed" : "computed (kept for the next call)", t.reused_tokens,
-                s.forced_tokens, s.drafted_tokens, s.accepted_tokens, s.restricted_steps, s.head_steps);
+    PrintOutcome("request " + std::to_string(i + 1) + ": \"" + in.utterance + "\"", outcome.value());
   }
   return 0;
 }
 
 const CommandRegistration kDemo(60, [](CLI::App& app) -> std::function<int()> {
   auto a = std::make_shared<DemoArgs>();
-  auto* cmd = app.add_subcommand("demo", "Run the smart-home example on the real Gemma 3 270M when fetched, else on a synthesized FunctionGemma-shaped model");
-  cmd->add_option("utterance", a->utterance, "what the user said");
+  auto* cmd = app.add_subcommand("demo", "Run the phone-actions cartridge on the real Gemma 3 270M when fetched, else the smart-home example on a synthesized FunctionGemma-shaped model");
+  auto* utterance = cmd->add_option("utterance", a->utterance, "what the user said");
   AddThreadsOption(cmd, &a->threads, "threads (default: all cores)");
-  return [a] { return RunDemo(*a); };
+  return [a, utterance] {
+    a->utterance_given = utterance->count() > 0;
+    return RunDemo(*a);
+  };
 });
 
 }  // namespace
