@@ -198,12 +198,7 @@ void ConstraintVocab::ForcedTokens(const CallMatcher& state, std::vector<int32_t
     for (int32_t id : tokenizer_->Encode(text, eo)) out->push_back(id);
     text.clear();
   };
-  bool choice = true;  // the run ends where the grammar offers a choice (not at its end)
-  for (int guard = 0; guard < 512; ++guard) {
-    if (m.Done()) {
-      choice = false;
-      break;
-    }
+  for (int guard = 0; guard < 512 && !m.Done(); ++guard) {
     int only = -1;
     for (int sym = 0; sym < kNumSymbols; ++sym) {
       if (sym >= 256 && symbol_token_[static_cast<size_t>(sym - 256)] < 0) continue;
@@ -228,7 +223,7 @@ void ConstraintVocab::ForcedTokens(const CallMatcher& state, std::vector<int32_t
   // spanning it and the choice's first bytes is allowed too, and may be the one the model picks
   // ("turn_" + {"on_...", "off_..."} forces "o": the model's own token is "on", and forcing "o"
   // made a fine-tuned model write "off"). The head chooses from there over every allowed token.
-  const bool text_at_choice = choice && !text.empty();
+  const bool text_at_choice = !m.Done() && !text.empty();
   flush();
   if (text_at_choice) out->pop_back();
 }

@@ -8,8 +8,6 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include <filesystem>
-
 #include "real_files.h"
 #include "server/server.h"
 #include "test_support.h"
@@ -26,6 +24,9 @@ std::string BaseOrEmpty() {
   const std::string base = test::RealCacheDir() + "/gemma-3-270m-q4_k_m.gguf";
   return FileExists(base) ? base : "";
 }
+
+#define SKIP_WITHOUT_THE_BASE(base) \
+  if ((base).empty()) GTEST_SKIP() << "no real base in " << test::RealCacheDir() << "; run scripts/fetch-real-model.sh"
 
 struct Floors {
   double call_exact, function_name, no_call, argument_recall;
@@ -60,7 +61,7 @@ void ExpectFloors(const Json& r, const Floors& f, const char* mode) {
 
 TEST(RealCartridge, PhoneActionsKeepsItsEvalFigures) {
   const std::string base = BaseOrEmpty();
-  if (base.empty()) GTEST_SKIP() << "no real base in " << test::RealCacheDir() << "; run scripts/fetch-real-model.sh";
+  SKIP_WITHOUT_THE_BASE(base);
   const Json constrained = RunCartridgeEval(base, false), unconstrained = RunCartridgeEval(base, true);
   ExpectFloors(constrained, Floors{0.80, 0.93, 0.93, 0.85}, "constrained");
   ExpectFloors(unconstrained, Floors{0.80, 0.90, 0.93, 0.80}, "unconstrained");
@@ -70,11 +71,9 @@ TEST(RealCartridge, PhoneActionsKeepsItsEvalFigures) {
 
 // `fgemma demo` with the real base in the cache runs the cartridge on its phone utterances.
 TEST(RealCartridge, DemoRunsTheCartridge) {
-  if (BaseOrEmpty().empty()) GTEST_SKIP() << "no real base in " << test::RealCacheDir() << "; run scripts/fetch-real-model.sh";
-  const std::string cache = test::TempDir();
-  std::filesystem::create_directory_symlink(test::RealCacheDir(), cache + "/real");
+  SKIP_WITHOUT_THE_BASE(BaseOrEmpty());
   std::string out;
-  ASSERT_EQ(test::RunCommand("FGEMMA_CACHE_DIR=" + cache + " " + test::CliPath() + " demo --threads 2 2>&1", &out), 0) << out;
+  ASSERT_EQ(test::RunDemoOnTheRealCache(&out), 0) << out;
   EXPECT_NE(out.find("with the phone-actions cartridge"), std::string::npos) << out;
   EXPECT_NE(out.find("\"name\":\"turn_on_flashlight\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"name\":\"set_volume\""), std::string::npos) << out;
@@ -86,7 +85,7 @@ TEST(RealCartridge, DemoRunsTheCartridge) {
 // request naming model "phone" gets the cartridge's call.
 TEST(RealCartridge, ServedUnderItsOwnModelName) {
   const std::string base = BaseOrEmpty();
-  if (base.empty()) GTEST_SKIP() << "no real base in " << test::RealCacheDir() << "; run scripts/fetch-real-model.sh";
+  SKIP_WITHOUT_THE_BASE(base);
   server::ServerOptions o;
   o.model_path = base;
   o.tokenizer_path = kTokenizer;

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "test_support.h"
 #include "util/hash.h"
@@ -25,6 +26,12 @@ std::string RealCacheDir() {
     cache = "/tmp/fgemma-cache";
   }
   return cache + "/real";
+}
+
+int RunDemoOnTheRealCache(std::string* out) {
+  const std::string cache = TempDir();
+  std::filesystem::create_directory_symlink(RealCacheDir(), cache + "/real");
+  return RunCommand("FGEMMA_CACHE_DIR=" + cache + " " + CliPath() + " demo --threads 2 2>&1", out);
 }
 
 std::vector<RealFile> RealFiles() {

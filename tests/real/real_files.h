@@ -32,6 +32,9 @@ std::string RealDataPath(const std::string& name);  // tests/data/real/<name>
 // The token ids the goldens were made on (english.txt after <bos>, by fgemma's and llama.cpp's
 // tokenizers alike).
 std::vector<int32_t> RealTextIds();
+// Runs `fgemma demo --threads 2` with a fresh cache whose real/ is the real cache (stdout and
+// stderr into *out); its exit code.
+int RunDemoOnTheRealCache(std::string* out);
 // Hash64 of a whole file, hex ("" when it cannot be read).
 std::string FileHash64(const std::string& path);
 

@@ -5,7 +5,6 @@
 // the question, as llama.cpp does on the same prompt), so only that it speaks is checked.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 
 #include "real_files.h"
 #include "test_support.h"
@@ -65,10 +64,8 @@ TEST(RealModel, ContinuesPlainEnglishAndAnswersAChatTurn) {
 TEST(RealModel, DemoUsesTheRealModelFromTheCache) {
   std::string why;
   if (FirstLoadableRealFile(&why).empty()) GTEST_SKIP() << why;
-  const std::string cache = test::TempDir();
-  std::filesystem::create_directory_symlink(test::RealCacheDir(), cache + "/real");
   std::string out;
-  ASSERT_EQ(test::RunCommand("FGEMMA_CACHE_DIR=" + cache + " " + test::CliPath() + " demo --threads 2 2>&1", &out), 0) << out;
+  ASSERT_EQ(test::RunDemoOnTheRealCache(&out), 0) << out;
   EXPECT_NE(out.find("(real Gemma 3 270M, kernels "), std::string::npos) << out;
   EXPECT_EQ(out.find("synthesizing"), std::string::npos) << out;
   EXPECT_NE(out.find("\"name\":\""), std::string::npos) << out;  // a call (Q8_0 here: set_lights)
