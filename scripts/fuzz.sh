@@ -11,8 +11,6 @@ cd "$(dirname "$0")/.."
 seconds="${1:-20}"
 shift || true
 out="${FUZZ_OUT:-/tmp/fgemma-fuzz-out}"
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "${FGEMMA_JOBS:-2}"
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   for f in fuzz/*_fuzzer.cpp; do
@@ -20,6 +18,9 @@ if ((${#targets[@]} == 0)); then
     targets+=("${n%_fuzzer}")
   done
 fi
+cmake --preset fuzz >/dev/null
+# Only the fuzzers (and the layers they link): not the shared library or the server layer.
+cmake --build --preset fuzz -j "${FGEMMA_JOBS:-2}" --target "${targets[@]/%/_fuzzer}"
 mkdir -p "$out"
 # One fuzzer per core at a time (FGEMMA_FUZZ_JOBS, default 2): CI's budget pays for the wall time.
 parallel="${FGEMMA_FUZZ_JOBS:-2}"

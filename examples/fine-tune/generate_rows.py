@@ -1,16 +1,29 @@
 """More training rows in the Mobile Actions layout, made from templates and value lists of this
 file's own (the phone-actions catalog of ../shared/fixtures/eval; never its eval split).
 
-python generate_rows.py --catalog-from DATA.jsonl --count 600 --seed 7 --out generated.jsonl
+python generate_rows.py --catalog-from DATA.jsonl --count 600 --seed 7 --out generated.jsonl \
+    [--subsets 24 --rows-per-subset 6]
+
+With --subsets N, N shuffled subsets of the catalog (3 to 8 of its tools, in a random order) get
+--rows-per-subset rows each: calls of tools in the subset, some no-call rows. Apps send the tools a
+screen offers, not always the whole catalog, and the order of a list must not steer the choice.
 """
 import argparse
 import json
 import random
 
+# Given and family names common across many countries (a surname that is also a place or a word,
+# as many are, must still be copied as said).
 FIRST = ["Alma", "Bruno", "Carla", "Dmitri", "Elif", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kira", "Luca",
-         "Maya", "Nikos", "Olga", "Pavel", "Rosa", "Sami", "Tomas", "Uma", "Vera", "Wen", "Yara", "Zoe"]
+         "Maya", "Nikos", "Olga", "Pavel", "Rosa", "Sami", "Tomas", "Uma", "Vera", "Wen", "Yara", "Zoe", "Aiko",
+         "Ben", "Chloe", "Diego", "Emma", "Fatima", "Gabriel", "Hana", "Ivan", "Jin", "Leila", "Mateo", "Nadia",
+         "Omar", "Priya", "Ravi", "Sofia", "Tariq", "Ana", "Kofi", "Mei", "Noah", "Zara", "Lars"]
 LAST = ["Abbott", "Berg", "Castro", "Duarte", "Eriksen", "Fischer", "Gomez", "Haddad", "Iversen", "Janssen",
-        "Kowalski", "Lindqvist", "Moreau", "Nakamura", "Oliveira", "Petrov", "Quinn", "Silva", "Tanaka", "Weber"]
+        "Kowalski", "Lindqvist", "Moreau", "Nakamura", "Oliveira", "Petrov", "Quinn", "Silva", "Tanaka", "Weber",
+        "Garcia", "Smith", "Kim", "Nguyen", "Rossi", "Santos", "Costa", "Ferreira", "Mueller", "Jones", "Khan",
+        "Ali", "Chen", "Wang", "Singh", "Kumar", "Sato", "Suzuki", "Ito", "Novak", "Horvat", "Popescu", "Ivanova",
+        "Brown", "Martin", "Lopez", "Hill", "Park", "Lee", "Jordan", "Paris", "London", "Holland", "Florence",
+        "Washington", "Green", "Stone", "Rivers", "Brooks", "King"]
 PLACES = ["the train station", "the old harbour", "Riverside Mall", "the nearest bakery", "City Hospital",
           "the public library", "45 Elm Street", "Sunset Beach", "the zoo", "Grand Hotel", "the bus terminal",
           "Maple Avenue 7", "the closest gas station", "Central Park", "the football stadium"]
@@ -47,7 +60,8 @@ def _contact(r):
 
 
 def _email(r):
-    who = r.choice(FIRST).lower() + "@example.com"
+    who = r.choice(FIRST).lower() + r.choice(["", str(r.randrange(100))]) + "@" + \
+        r.choice(["example.com", "example.org", "mail.example.net"])
     subject = r.choice(SUBJECTS)
     args = {"to": who, "subject": subject}
     if r.random() < 0.6:
@@ -80,7 +94,7 @@ def _calendar(r):
 def _alarm(r):
     h, m = r.randrange(24), r.randrange(60)
     args = {"hour": h, "minute": m}
-    if r.random() < 0.5:
+    if r.random() < 0.35:  # most alarms are set without a name: none must be invented
         label = r.choice(LABELS)
         args["label"] = label
         text = r.choice([f"Set an alarm for {h:02d}:{m:02d} called {label}", f"Alarm at {h:02d}:{m:02d} labelled {label}"])
@@ -108,19 +122,29 @@ MAKERS = [_contact, _email, _map, _calendar, _alarm, _volume,
                                         "I need to connect to a new wifi"])]
 
 
-def generate(catalog, count, seed, no_call_share=0.15):
+def _row(r, catalog, makers, no_call_share):
+    if r.random() < no_call_share:
+        return {"metadata": "train", "tools": catalog,
+                "messages": [{"role": "user", "content": r.choice(NO_CALL)},
+                             {"role": "assistant", "content": NO_CALL_ANSWER}]}
+    text, name, args = r.choice(makers)(r)
+    call = {"id": "call_0", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+    return {"metadata": "train", "tools": catalog,
+            "messages": [{"role": "user", "content": text}, {"role": "assistant", "tool_calls": [call]}]}
+
+
+def _maker_name(maker):
+    return maker(random.Random(0))[1]
+
+
+def generate(catalog, count, seed, no_call_share=0.15, subsets=0, rows_per_subset=6):
     r = random.Random(seed)
-    rows = []
-    for i in range(count):
-        if r.random() < no_call_share:
-            rows.append({"metadata": "train", "tools": catalog,
-                         "messages": [{"role": "user", "content": r.choice(NO_CALL)},
-                                      {"role": "assistant", "content": NO_CALL_ANSWER}]})
-            continue
-        text, name, args = r.choice(MAKERS)(r)
-        call = {"id": "call_0", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-        rows.append({"metadata": "train", "tools": catalog,
-                     "messages": [{"role": "user", "content": text}, {"role": "assistant", "tool_calls": [call]}]})
+    rows = [_row(r, catalog, MAKERS, no_call_share) for _ in range(count)]
+    by_name = {_maker_name(m): m for m in MAKERS}
+    for _ in range(subsets):
+        tools = r.sample(catalog, r.randint(3, min(8, len(catalog) - 1)))  # sample() also shuffles
+        makers = [by_name[t["function"]["name"]] for t in tools if t["function"]["name"] in by_name]
+        rows += [_row(r, tools, makers, no_call_share) for _ in range(rows_per_subset)]
     return rows
 
 
@@ -129,12 +153,14 @@ def main():
     p.add_argument("--catalog-from", required=True, help="a Mobile Actions JSONL whose widest train-row catalog is used")
     p.add_argument("--count", type=int, default=600)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--subsets", type=int, default=0, help="shuffled subsets of the catalog to write rows on")
+    p.add_argument("--rows-per-subset", type=int, default=6)
     p.add_argument("--out", required=True)
     a = p.parse_args()
     train = [json.loads(l) for l in open(a.catalog_from) if json.loads(l)["metadata"] == "train"]
     catalog = max((row["tools"] for row in train), key=len)
     with open(a.out, "w") as f:
-        for row in generate(catalog, a.count, a.seed):
+        for row in generate(catalog, a.count, a.seed, subsets=a.subsets, rows_per_subset=a.rows_per_subset):
             f.write(json.dumps(row) + "\n")
 
 

@@ -92,7 +92,9 @@ def main():
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--batch", type=int, default=16, help="rows per step from the full catalog")
-    p.add_argument("--subset-every", type=int, default=3, help="add one row of another catalog every N steps")
+    p.add_argument("--subset-every", type=int, default=3, help="add rows of another catalog every N steps")
+    p.add_argument("--subset-rows", type=int, default=1,
+                   help="rows of that catalog each time (they share its prefix: a row more costs little)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--log", help="append one JSON line per step here")
@@ -110,9 +112,12 @@ def main():
     items = prepare(a.fgemma, a.tokenizer, rows)
     groups = sorted(make_groups(items), key=lambda g: -len(g[1]))
     main_prefix, main_rows = groups[0]
-    others = [(prefix, r) for prefix, rs in groups[1:] for r in rs]
+    # Rows of the other catalogs, a catalog's rows side by side: a subset step takes the next
+    # --subset-rows of them that share one catalog.
+    others = [(prefix, rs[i:i + a.subset_rows]) for prefix, rs in groups[1:] for i in range(0, len(rs), a.subset_rows)]
     print(f"{len(items)} rows: {len(main_rows)} on the main catalog (prefix {len(main_prefix)} ids), "
-          f"{len(others)} on other catalogs; prepared in {time.time() - start:.0f} s", flush=True)
+          f"{sum(len(rs) for _, rs in groups[1:])} on {len(groups) - 1} other catalogs; prepared in "
+          f"{time.time() - start:.0f} s", flush=True)
 
     base_name = "google/gemma-3-270m (" + os.path.basename(a.base) + ")"
     cfg, weights = load_gguf_weights(a.base)
@@ -141,8 +146,8 @@ def main():
         loss_sum, count = batch_loss(model, main_prefix, chunk)
         parts = [(loss_sum, count)]
         if others and a.subset_every > 0 and step % a.subset_every == a.subset_every - 1:
-            prefix, row = others[other_order[(step // a.subset_every) % len(others)]]
-            parts.append(batch_loss(model, prefix, [row]))
+            prefix, subset_rows = others[other_order[(step // a.subset_every) % len(others)]]
+            parts.append(batch_loss(model, prefix, subset_rows))
         total = sum(c for _, c in parts)
         loss = sum(l for l, _ in parts) / total
         loss.backward()

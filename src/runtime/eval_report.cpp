@@ -110,6 +110,11 @@ Json EvalReportToJson(const EvalReport& r) {
             {"rows_per_s", r.wall_s > 0 ? Json(static_cast<double>(t.rows) / r.wall_s) : Json(nullptr)},
             {"catalogs", {{"built", r.catalogs}, {"prefill_ms", r.catalog_ms}}},
             {"tokens", {{"prompt", t.prompt_tokens}, {"generated", t.generated_tokens}}},
+            {"decoding",
+             {{"passes", t.passes},
+              {"passes_per_row", Rate(t.passes, t.rows)},
+              {"drafted_tokens", t.drafted_tokens},
+              {"accepted_tokens", t.accepted_tokens}}},
             {"functions", std::move(functions)}};
   if (!r.model.empty()) j["model"] = r.model;
   if (!r.data.empty()) j["data"] = r.data;
@@ -137,7 +142,10 @@ Json EvalRowToJson(const EvalRowResult& row) {
             {"latency_ms", row.latency_ms},
             {"catalog", o.timing.cache_source},
             {"prompt_tokens", o.timing.prompt_tokens},
-            {"generated_tokens", o.timing.generated_tokens}};
+            {"generated_tokens", o.timing.generated_tokens},
+            {"passes", o.stats.model_calls},
+            {"drafted_tokens", o.stats.drafted_tokens},
+            {"accepted_tokens", o.stats.accepted_tokens}};
   return j;
 }
 
@@ -159,6 +167,9 @@ std::string EvalReportText(const EvalReport& r) {
   s += Format("invalid outputs    %-7s (%zu/%zu rows)\n", Percent(t.invalid, t.rows).c_str(), t.invalid, t.rows);
   s += Format("latency per row    p50 %.1f ms, p95 %.1f ms", Percentile(all, 50), Percentile(all, 95));
   if (!warm.empty()) s += Format(" (catalog restored: p50 %.1f ms, p95 %.1f ms)", Percentile(warm, 50), Percentile(warm, 95));
+  s += Format("\ndecoding           %.2f passes over the model a row, its turn's prefill the first (%zu passes; drafts: %zu tokens guessed, %zu confirmed)",
+              t.rows > 0 ? static_cast<double>(t.passes) / static_cast<double>(t.rows) : 0.0, t.passes, t.drafted_tokens,
+              t.accepted_tokens);
   s += Format("\nthroughput         %.2f rows/s (%zu rows in %.2f s; %zu catalogs prefilled in %.2f s)\n",
               r.wall_s > 0 ? static_cast<double>(t.rows) / r.wall_s : 0.0, t.rows, r.wall_s, r.catalogs, r.catalog_ms / 1000);
   s += Format("\n%-28s %8s %9s %7s %7s %7s %7s %7s\n", "function", "expected", "generated", "name P", "name R", "exact", "arg P", "arg R");

@@ -46,6 +46,9 @@ Result<EvalReport> RunEval(FunctionCaller& caller, const std::vector<EvalRow>& r
       AddScore(r.score, &report.totals);
       report.totals.prompt_tokens += r.outcome.timing.prompt_tokens;
       report.totals.generated_tokens += r.outcome.timing.generated_tokens;
+      report.totals.passes += r.outcome.stats.model_calls;
+      report.totals.drafted_tokens += r.outcome.stats.drafted_tokens;
+      report.totals.accepted_tokens += r.outcome.stats.accepted_tokens;
       if (!r.outcome.timing.cache_hit) {
         ++report.catalogs;
         report.catalog_ms += r.outcome.timing.prefix_ms;

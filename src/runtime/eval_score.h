@@ -45,6 +45,8 @@ struct EvalTotals {
   size_t exact = 0, call_rows_exact = 0, names = 0, no_call_correct = 0, invalid = 0;
   size_t args_expected = 0, args_generated = 0, args_matched = 0;
   size_t prompt_tokens = 0, generated_tokens = 0;
+  // Passes over the model (the first prefills the row's turn), tokens guessed by drafts and confirmed.
+  size_t passes = 0, drafted_tokens = 0, accepted_tokens = 0;
   std::map<std::string, FunctionTally> functions;  // by name (expected or generated)
 };
 

@@ -130,11 +130,12 @@ TEST(CliEval, JsonReportAndRows) {
   for (const auto& f : j["functions"]) generated += f["generated"].get<int>();
   EXPECT_GE(generated, 6);  // required: every row called at least once
   ASSERT_FALSE(j["latency_warm_ms"].is_null());  // rows sharing a tool list restored its state
+  EXPECT_LE(j["decoding"]["accepted_tokens"].get<size_t>(), j["decoding"]["drafted_tokens"].get<size_t>());
   ExpectDocumented(j, false);
 
   const std::vector<Json> rows = JsonLines(ReadFileToString(out_path).value());
   ASSERT_EQ(rows.size(), 6u);
-  size_t previous = 0;
+  size_t previous = 0, row_passes = 0;
   for (const auto& r : rows) {
     EXPECT_GT(r["line"].get<size_t>(), previous);  // file order
     previous = r["line"].get<size_t>();
@@ -143,8 +144,12 @@ TEST(CliEval, JsonReportAndRows) {
     EXPECT_EQ(r["valid"], true);
     EXPECT_TRUE(r["latency_ms"].is_number());
     EXPECT_TRUE(r["expected"]["calls"].is_array());
+    EXPECT_GE(r["passes"].get<size_t>(), 1u);  // the turn's prefill at least
+    row_passes += r["passes"].get<size_t>();
     ExpectDocumented(r, true);
   }
+  EXPECT_EQ(row_passes, j["decoding"]["passes"].get<size_t>());
+  EXPECT_EQ(j["decoding"]["passes_per_row"].get<double>(), static_cast<double>(row_passes) / 6);
 }
 
 // --lora evaluates the fine-tune as the app runs it (the adapter over the base): the report names
