@@ -8,7 +8,7 @@
 
 #include "io/gguf.h"
 #include "io_test_util.h"
-#include "model/convert.h"
+#include "convert/convert.h"
 #include "model/model.h"
 #include "runtime/session.h"
 

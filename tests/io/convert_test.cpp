@@ -1,7 +1,7 @@
 // ConvertToGguf / `fgemma convert`: the mini Hugging Face directory converts to the llama.cpp fixture
 // files tensor for tensor (and, given their name and no chat template, byte for byte); converted
 // files load to the same logits; GGUF -> GGUF re-quantization; errors.
-#include "model/convert.h"
+#include "convert/convert.h"
 
 #include <gtest/gtest.h>
 

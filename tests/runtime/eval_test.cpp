@@ -8,7 +8,7 @@
 
 #include <set>
 
-#include "runtime/eval_runner.h"
+#include "eval/eval_runner.h"
 #include "runtime/loaded_model.h"
 #include "test_support.h"
 #include "util/mapped_file.h"

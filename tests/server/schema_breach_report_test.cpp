@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "chat/parse_call.h"
-#include "runtime/eval_score.h"
+#include "eval/eval_score.h"
 #include "runtime/function_caller.h"
 #include "server/chat_stream.h"
 #include "server/openai_format.h"

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "command.h"
-#include "model/convert.h"
+#include "convert/convert.h"
 #include "util/process_stats.h"
 
 namespace fgemma::cli {

@@ -18,7 +18,7 @@
 #include "lora_option.h"
 #include "number_options.h"
 #include "kernels/matmul.h"
-#include "model/convert.h"
+#include "convert/convert.h"
 #include "model/synth.h"
 #include "runtime/loaded_model.h"
 #include "tokenizer/tokenizer.h"

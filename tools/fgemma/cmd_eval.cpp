@@ -1,12 +1,12 @@
 // fgemma eval: scores a model on function-calling rows in the Mobile Actions JSONL layout
-// (runtime/eval_*.h hold the parsing, running and scoring; this file only wires the flags).
+// (eval/eval_*.h hold the parsing, running and scoring; this file only wires the flags).
 #include <cstdio>
 
 #include "command.h"
 #include "number_options.h"
 #include "lora_option.h"
 #include "progress_bar.h"
-#include "runtime/eval_runner.h"
+#include "eval/eval_runner.h"
 #include "runtime/loaded_model.h"
 #include "util/file_replace.h"
 

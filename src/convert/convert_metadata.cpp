@@ -1,9 +1,9 @@
-#include "model/convert_metadata.h"
+#include "convert/convert_metadata.h"
 
 #include <cmath>
 
 #include "io/gguf_keys.h"
-#include "model/convert.h"
+#include "convert/convert.h"
 #include "tokenizer/gguf_vocab.h"
 #include "util/json.h"
 #include "util/mapped_file.h"

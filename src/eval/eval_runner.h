@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/eval_data.h"
-#include "runtime/eval_score.h"
+#include "eval/eval_data.h"
+#include "eval/eval_score.h"
 #include "runtime/function_caller.h"
 
 namespace fgemma {

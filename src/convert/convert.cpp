@@ -1,17 +1,16 @@
-#include "model/convert.h"
-
+#include "convert/convert.h"
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <memory>
 
+#include "convert/convert_metadata.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
-#include "util/weight_types.h"
-#include "model/convert_metadata.h"
 #include "model/model.h"
 #include "util/mapped_file.h"
+#include "util/weight_types.h"
 
 namespace fgemma {
 namespace {

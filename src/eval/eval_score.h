@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "chat/parse_call.h"
-#include "runtime/eval_data.h"
+#include "eval/eval_data.h"
 #include "util/json.h"
 
 namespace fgemma {

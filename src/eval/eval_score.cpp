@@ -1,4 +1,4 @@
-#include "runtime/eval_score.h"
+#include "eval/eval_score.h"
 
 #include <algorithm>
 #include <cmath>

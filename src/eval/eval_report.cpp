@@ -3,7 +3,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-#include "runtime/eval_runner.h"
+#include "eval/eval_runner.h"
 
 namespace fgemma {
 namespace {

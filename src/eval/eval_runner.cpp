@@ -1,4 +1,4 @@
-#include "runtime/eval_runner.h"
+#include "eval/eval_runner.h"
 
 #include <unordered_map>
 

@@ -1,4 +1,4 @@
-#include "runtime/eval_data.h"
+#include "eval/eval_data.h"
 
 #include "chat/chat_json.h"
 #include "util/mapped_file.h"
