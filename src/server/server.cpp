@@ -23,6 +23,7 @@
 #include "runtime/pass_batcher.h"
 #include "util/thread_pool.h"
 #include "server/caller_pool.h"
+#include "server/chat_completion.h"
 #include "server/chat_stream.h"
 #include "server/host_address.h"
 #include "server/http_loop.h"
@@ -98,18 +99,6 @@ std::string ErrorType(int status) {
     case 429: return "rate_limit_error";
     case 503: return "server_busy_error";
     default: return status >= 500 ? "server_error" : "invalid_request_error";
-  }
-}
-
-int HttpStatusFor(const Status& st) {
-  switch (st.code()) {
-    case ErrorCode::kInvalidArgument:
-    case ErrorCode::kOutOfRange:
-    case ErrorCode::kNotFound:
-    case ErrorCode::kUnsupported:
-      return 400;
-    default:
-      return 500;
   }
 }
 
@@ -222,27 +211,9 @@ http::Response Server::Impl::Health() const {
   return r;
 }
 
-namespace {
-
-// A streamed call runs on its own thread so that everything that can fail before the first token
-// (the prompt too long for the context, a tool_choice the catalog cannot meet, ...) is answered
-// with its status and a JSON error instead of a 200 followed by an error event.
-struct StreamJob {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Json> deltas;  // generated, not yet sent
-  bool started = false;     // the first token was generated
-  bool finished = false;
-  std::atomic<bool> cancel{false};
-  std::thread thread;
-  ~StreamJob() {
-    cancel = true;
-    if (thread.joinable()) thread.join();
-  }
-};
-
-}  // namespace
-
+// Parse, pick the model, lease a session, run and answer. The session and the admission go back as
+// soon as the call ends, before the answer's last bytes: a client that has read its whole answer
+// finds the session free (/health's "busy") and is not refused (429) for its own finished request.
 void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWriter& out, std::shared_ptr<void>& admission) {
   const auto arrival = std::chrono::steady_clock::now();
   const auto send_error = [&](int status, const std::string& message, const std::string& type) {
@@ -264,181 +235,34 @@ void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWrite
                         "not_found_error");
     }
   }
-  if (b.contains("stream") && !b["stream"].is_boolean() && !b["stream"].is_null())
-    return send_error(400, "stream: expected a boolean", "invalid_request_error");
-  // The request parser checks each field's type; should a library type error still escape it,
-  // it is this request's error (400), not a fault of the server.
-  Result<ChatRequest> request = InvalidArgument("unparsed");
-  Result<ToolChoice> choice = InvalidArgument("unparsed");
-  try {
-    request = ParseChatRequest(b, RequestFormat::kOpenAI);
-    if (request.ok()) choice = ToolChoiceOfBody(b, request->tools);
-  } catch (const nlohmann::json::exception& e) {
-    return send_error(400, std::string("invalid request: ") + e.what(), "invalid_request_error");
-  }
-  if (!request.ok()) return send_error(400, request.status().message(), "invalid_request_error");
-  if (!choice.ok()) return send_error(400, choice.status().message(), "invalid_request_error");
   // The caller refuses a token limit beyond its context (FunctionCaller::Call); the server's own
   // default is only a cap, so it never exceeds the context.
-  size_t max_tokens = std::min(options.max_tokens, options.context);
-  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
-    if (!b.contains(key) || b[key].is_null()) continue;
-    if (!b[key].is_number_unsigned() || b[key].get<size_t>() == 0)
-      return send_error(400, std::string(key) + " must be a positive integer", "invalid_request_error");
-    max_tokens = std::min(max_tokens, b[key].get<size_t>());
-  }
-  const bool stream = b.contains("stream") && b["stream"].is_boolean() && b["stream"].get<bool>();
+  auto parsed = ParseChatCall(b, std::min(options.max_tokens, options.context), options.request_timeout_s, arrival);
+  if (!parsed.ok()) return send_error(400, parsed.status().message(), "invalid_request_error");
+  CallRequest& call = parsed->call;
 
-  const uint64_t catalog_key = Hash64(request->tools_json.dump());
-  std::shared_ptr<CallerPool::Lease> lease =
-      variant->pool->Acquire(catalog_key, std::chrono::milliseconds(options.queue_timeout_ms));
+  std::shared_ptr<CallerPool::Lease> lease = variant->pool->Acquire(
+      Hash64(call.chat.tools_json.dump()), std::chrono::milliseconds(options.queue_timeout_ms));
   if (!lease) {
     http::Response r = Error(503, "all sessions are busy; retry later", "server_busy_error");
     r.headers.emplace_back("Retry-After", "1");
     return out.Send(r);
   }
   // Which pooled session answered (diagnostics; every session gives the same answer).
-  const std::pair<std::string, std::string> session_header{"X-Fgemma-Session", std::to_string(lease->index)};
-
-  ResponseMeta meta{"chatcmpl-" + std::to_string(next_id++), static_cast<int64_t>(std::time(nullptr)), variant->name};
-  // Runs the call, feeding each generated token to a ChatStream; `emit` (streaming only) gets the
-  // deltas of each token (maybe none) as they complete and stops the call by returning false.
-  // A call stopped by max_tokens (FinishReason::kLength) or by --request-timeout-s
-  // (kDeadline) answers finish_reason "length" / "deadline" with what was generated so far.
-  struct Run {
-    int status = 200;
-    Json response;
-    std::vector<Json> rest;    // deltas the stream still lacks to equal the response's message
-    bool emit_failed = false;
-  };
-  using Emit = std::function<bool(const std::vector<Json>&)>;
-  CallRequest call{std::move(request).value(), std::move(choice).value(), {}, {}};
-  call.limits.max_tokens = max_tokens;
-  if (options.request_timeout_s > 0)
-    call.limits.deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                         std::chrono::duration<double>(options.request_timeout_s));
-  auto run = [&](const Emit& emit) -> Run {
-    Run r;
-    ChatStream stream(lease->caller().tokenizer(), call.chat.tools, meta);
-    Status stream_error;
-    std::vector<Json> deltas;
-    call.on_token = [&](int32_t id) {
-      deltas.clear();
-      if (Status st = stream.Push(id, &deltas); !st.ok()) {
-        stream_error = st;
-        return false;
-      }
-      if (emit && !emit(deltas)) {
-        r.emit_failed = true;
-        return false;
-      }
-      return true;
-    };
-    auto outcome = lease->caller().Call(call);
-    call.on_token = nullptr;  // it refers to this frame
-    lease->caller().TakeWarnings();
-    if (r.emit_failed) return r;
-    if (!stream_error.ok()) {
-      r.status = 500;
-      r.response = ErrorBody(stream_error.message(), "server_error");
-      return r;
-    }
-    if (!outcome.ok()) {
-      r.status = HttpStatusFor(outcome.status());
-      r.response = ErrorBody(outcome.status().message(), r.status == 500 ? "server_error" : "invalid_request_error");
-      return r;
-    }
-    if (outcome->finish_reason == FinishReason::kLength || outcome->finish_reason == FinishReason::kDeadline) {
-      r.response = LengthResponse(meta, stream.PartialMessage(), outcome->timing.generated_tokens);
-      if (outcome->finish_reason == FinishReason::kDeadline)
-        r.response["choices"][0]["finish_reason"] = FinishReasonName(FinishReason::kDeadline);
-    } else {
-      r.response = CompletionResponse(meta, outcome.value());
-    }
-    r.rest = stream.Complete(r.response["choices"][0]["message"]);
-    return r;
-  };
-  const auto send_run = [&](const Run& r) {
-    http::Response res;
-    res.status = r.status;
-    res.body = DumpJson(r.response);
-    res.headers.push_back(session_header);
-    out.Send(res);
-  };
-
-  // The session and the admission go back as soon as the call ends, before the answer's last bytes:
-  // a client that has read its whole answer finds the session free (/health's "busy") and is not
-  // refused (429) for its own finished request.
+  const Header session_header{"X-Fgemma-Session", std::to_string(lease->index)};
+  const ResponseMeta meta{"chatcmpl-" + std::to_string(next_id++), static_cast<int64_t>(std::time(nullptr)),
+                          variant->name};
   const auto call_ended = [&] {
     lease.reset();
     admission.reset();
   };
-  if (!stream) {
-    const Run r = run({});
+  FunctionCaller& caller = lease->caller();
+  if (!parsed->stream) {
+    const ChatRun r = RunChatCall(caller, call, meta, {});
     call_ended();
-    return send_run(r);
+    return SendChatRun(r, session_header, out);
   }
-  Run result;  // before `job`, whose destructor joins the thread that writes it
-  StreamJob job;
-  call.limits.cancel = &job.cancel;
-  job.thread = std::thread([&] {
-    Run r = run([&job](const std::vector<Json>& deltas) {
-      std::lock_guard lock(job.mu);
-      job.started = true;
-      job.deltas.insert(job.deltas.end(), deltas.begin(), deltas.end());
-      job.cv.notify_all();
-      return !job.cancel.load();
-    });
-    std::lock_guard lock(job.mu);
-    result = std::move(r);
-    job.finished = true;
-    job.cv.notify_all();
-  });
-  {
-    std::unique_lock lock(job.mu);
-    job.cv.wait(lock, [&] { return job.started || job.finished; });
-    if (!job.started && result.status != 200) {
-      lock.unlock();
-      job.thread.join();
-      call_ended();
-      return send_run(result);
-    }
-  }
-  const auto send = [&](const Json& j) { return out.WriteChunk("data: " + DumpJson(j) + "\n\n"); };
-  // A failed write (the client is gone) cancels the generation at its next token.
-  const auto gone = [&] {
-    job.cancel = true;
-    ++client_disconnects;
-  };
-  if (!out.BeginStream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, session_header}) ||
-      !send(RoleChunk(meta)))
-    return gone();
-  {
-    std::unique_lock lock(job.mu);
-    while (true) {
-      job.cv.wait(lock, [&] { return !job.deltas.empty() || job.finished; });
-      while (!job.deltas.empty()) {
-        Json d = std::move(job.deltas.front());
-        job.deltas.pop_front();
-        lock.unlock();
-        const bool ok = send(DeltaChunk(meta, d));
-        lock.lock();
-        if (!ok) return gone();
-      }
-      if (job.finished) break;
-    }
-  }
-  job.thread.join();
-  call_ended();
-  if (result.status != 200) {
-    send(result.response);
-  } else {
-    for (const Json& d : result.rest)
-      if (!send(DeltaChunk(meta, d))) return gone();
-    send(FinalChunk(meta, result.response));
-  }
-  out.WriteChunk("data: [DONE]\n\n");
-  out.EndStream();
+  if (!StreamChatCall(caller, call, meta, session_header, out, call_ended)) ++client_disconnects;
 }
 
 Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
