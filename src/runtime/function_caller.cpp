@@ -118,41 +118,21 @@ std::optional<FinishReason> LimitReached(const CallLimits& limits) {
 
 }  // namespace
 
-Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
-  const ChatRequest& request = call.chat;
-  const ToolChoice& choice = call.tool_choice;
-  CallOutcome out;
-  CallTiming& t = out.timing;
-  const double start = NowSeconds();
-  // A token limit no context can hold is the caller's mistake, refused before any work.
-  if (call.limits.max_tokens > options_.context)
-    return OutOfRange("max_tokens: " + std::to_string(call.limits.max_tokens) + " exceeds the context of " +
-                      std::to_string(options_.context) + " tokens");
-  // A cancel or a deadline that came before the call stops it before any work.
-  if (auto stop = LimitReached(call.limits)) {
-    out.finish_reason = *stop;
-    out.parsed.status = Status(ErrorCode::kCancelled, std::string("call stopped before it started: ") + FinishReasonName(*stop));
-    return out;
-  }
-  RenderOptions ro;
-  ro.template_kind = template_kind_;
-  FGEMMA_TRY(PromptParts parts, RenderPromptParts(request, ro));
-  if (!call.unconstrained) {  // free decoding needs no grammar (and keeps the last one for later requests)
-    std::string grammar_key = request.tools_json.dump();
-    grammar_key += '\x1f';
-    grammar_key += std::to_string(static_cast<int>(choice.mode)) + choice.function;
-    if (grammar_ == nullptr || grammar_key != grammar_key_) {
-      FGEMMA_TRY(CallGrammar compiled, CallGrammar::Compile(request.tools, choice, options_.limits));
-      grammar_ = std::make_unique<CallGrammar>(std::move(compiled));
-      grammar_key_ = std::move(grammar_key);
-      allowed_cache_.sets.clear();
-      allowed_cache_.masks = 0;
-      draft_history_.clear();
-    }
-  }
-  t.render_ms = (NowSeconds() - start) * 1000;
+Status FunctionCaller::PrepareGrammar(const CallRequest& call) {
+  std::string grammar_key = call.chat.tools_json.dump();
+  grammar_key += '\x1f';
+  grammar_key += std::to_string(static_cast<int>(call.tool_choice.mode)) + call.tool_choice.function;
+  if (grammar_ != nullptr && grammar_key == grammar_key_) return Status::Ok();
+  FGEMMA_TRY(CallGrammar compiled, CallGrammar::Compile(call.chat.tools, call.tool_choice, options_.limits));
+  grammar_ = std::make_unique<CallGrammar>(std::move(compiled));
+  grammar_key_ = std::move(grammar_key);
+  allowed_cache_.sets.clear();
+  allowed_cache_.masks = 0;
+  draft_history_.clear();
+  return Status::Ok();
+}
 
-  double t0 = NowSeconds();
+Result<std::vector<int32_t>> FunctionCaller::EncodePrompt(PromptParts& parts, CallOutcome* out) {
   // Text and control positions key the cached ids: a description holding "<escape>" can render the
   // same text as another catalog whose template wrote that "<escape>".
   const bool trust = options_.trust_content_tokens;
@@ -161,37 +141,20 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
     prefix_text_ = std::move(parts.prefix);
     prefix_controls_ = std::move(parts.prefix_controls);
   }
-  const std::vector<int32_t>& prefix = prefix_ids_;
-  const std::vector<int32_t> remainder = EncodePromptText(tokenizer_, parts.remainder, parts.remainder_controls, trust);
-  out.prompt_tokens.reserve(prefix.size() + remainder.size());
-  out.prompt_tokens.assign(prefix.begin(), prefix.end());
-  out.prompt_tokens.insert(out.prompt_tokens.end(), remainder.begin(), remainder.end());
-  t.tokenize_ms = (NowSeconds() - t0) * 1000;
+  std::vector<int32_t> remainder = EncodePromptText(tokenizer_, parts.remainder, parts.remainder_controls, trust);
+  out->prompt_tokens.reserve(prefix_ids_.size() + remainder.size());
+  out->prompt_tokens.assign(prefix_ids_.begin(), prefix_ids_.end());
+  out->prompt_tokens.insert(out->prompt_tokens.end(), remainder.begin(), remainder.end());
   if (remainder.empty()) return InvalidArgument("request renders no prompt after the catalog (no messages?)");
   // Leave room for at least a short answer; a longer one that runs out of context fails clearly.
   constexpr size_t kMinAnswerRoom = 64;
-  if (prefix.size() + remainder.size() + kMinAnswerRoom > options_.context)
-    return OutOfRange("prompt of " + std::to_string(prefix.size() + remainder.size()) + " tokens leaves no room to answer in a context of " +
-                      std::to_string(options_.context) + " tokens");
+  if (prefix_ids_.size() + remainder.size() + kMinAnswerRoom > options_.context)
+    return OutOfRange("prompt of " + std::to_string(prefix_ids_.size() + remainder.size()) +
+                      " tokens leaves no room to answer in a context of " + std::to_string(options_.context) + " tokens");
+  return remainder;
+}
 
-  FGEMMA_RETURN_IF_ERROR(PreparePrefix(prefix, remainder, &t));
-  t.prompt_tokens = remainder.size();
-  const std::span<const int32_t> to_evaluate = std::span<const int32_t>(remainder).subspan(t.reused_tokens);
-
-  t0 = NowSeconds();
-  ConstrainedOptions decoding = options_.decoding;
-  // The token limit is the generator's own cap (it stops there, jump-forward runs included); the
-  // other limits are checked at each token, before the request's callback sees it.
-  if (call.limits.max_tokens > 0) decoding.max_tokens = call.limits.max_tokens;
-  std::optional<FinishReason> stopped;
-  size_t accepted = 0;  // tokens let through (the generator has already appended the one refused)
-  decoding.on_token = [&](int32_t id) {
-    stopped = LimitReached(call.limits);
-    if (!stopped && call.on_token && !call.on_token(id)) stopped = FinishReason::kCancelled;
-    if (stopped) return false;
-    ++accepted;
-    return true;
-  };
+void FunctionCaller::SetDraftSources(const ChatRequest& request, ConstrainedOptions* decoding) {
   // Drafts come from earlier outputs, then the conversation's last messages (their last bytes:
   // the lookup is linear in the sources and a message may be long).
   constexpr size_t kSourceMessages = 4, kSourceBytes = 4096;
@@ -202,8 +165,66 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
     draft_sources_.push_back(text.size() > kSourceBytes ? text.substr(text.size() - kSourceBytes) : text);
     ++n;
   }
-  decoding.draft_sources = draft_sources_;
-  decoding.draft_anchored = draft_history_.size();
+  decoding->draft_sources = draft_sources_;
+  decoding->draft_anchored = draft_history_.size();
+}
+
+void FunctionCaller::RememberOutput(const std::vector<int32_t>& output) {
+  // Once: a repeat moves to the front.
+  std::string written;
+  for (int32_t id : output) written += vocab_->TokenText(id);
+  auto same = std::find(draft_history_.begin(), draft_history_.end(), written);
+  if (same != draft_history_.end()) draft_history_.erase(same);
+  draft_history_.insert(draft_history_.begin(), std::move(written));
+  if (draft_history_.size() > kDraftHistory) draft_history_.pop_back();
+}
+
+Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
+  const ChatRequest& request = call.chat;
+  CallOutcome out;
+  CallTiming& t = out.timing;
+  const double start = NowSeconds();
+  // 1. Limits that refuse or stop the call before any work: a token limit no context can hold is
+  // the caller's mistake; a cancel or a deadline that came before the call stops it.
+  if (call.limits.max_tokens > options_.context)
+    return OutOfRange("max_tokens: " + std::to_string(call.limits.max_tokens) + " exceeds the context of " +
+                      std::to_string(options_.context) + " tokens");
+  if (auto stop = LimitReached(call.limits)) {
+    out.finish_reason = *stop;
+    out.parsed.status = Status(ErrorCode::kCancelled, std::string("call stopped before it started: ") + FinishReasonName(*stop));
+    return out;
+  }
+  // 2. The prompt in two parts (catalog prefix, the rest) and the grammar of the tools and
+  // tool_choice (free decoding needs none, and keeps the last one for later requests).
+  RenderOptions ro;
+  ro.template_kind = template_kind_;
+  FGEMMA_TRY(PromptParts parts, RenderPromptParts(request, ro));
+  if (!call.unconstrained) FGEMMA_RETURN_IF_ERROR(PrepareGrammar(call));
+  t.render_ms = (NowSeconds() - start) * 1000;
+  double t0 = NowSeconds();
+  FGEMMA_TRY(const std::vector<int32_t> remainder, EncodePrompt(parts, &out));
+  t.tokenize_ms = (NowSeconds() - t0) * 1000;
+
+  // 3. The catalog state (restored or built) and what the previous request's turn lets us keep.
+  FGEMMA_RETURN_IF_ERROR(PreparePrefix(prefix_ids_, remainder, &t));
+  t.prompt_tokens = remainder.size();
+  const std::span<const int32_t> to_evaluate = std::span<const int32_t>(remainder).subspan(t.reused_tokens);
+
+  // 4. Decoding: the token limit is the generator's own cap (it stops there, jump-forward runs
+  // included); the other limits are checked at each token, before the request's callback sees it.
+  t0 = NowSeconds();
+  ConstrainedOptions decoding = options_.decoding;
+  if (call.limits.max_tokens > 0) decoding.max_tokens = call.limits.max_tokens;
+  std::optional<FinishReason> stopped;
+  size_t accepted = 0;  // tokens let through (the generator has already appended the one refused)
+  decoding.on_token = [&](int32_t id) {
+    stopped = LimitReached(call.limits);
+    if (!stopped && call.on_token && !call.on_token(id)) stopped = FinishReason::kCancelled;
+    if (stopped) return false;
+    ++accepted;
+    return true;
+  };
+  SetDraftSources(request, &decoding);
   const size_t position_before = work_->position();
   // Batched serving: while decoding, this caller's passes are awaited by the others' leaders.
   std::optional<PassBatcher::Participation> batched;
@@ -220,13 +241,15 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
   batched.reset();
   // The positions after the prefix hold the turn's tokens as far as they were evaluated (an error
   // leaves the position where it was).
-  const size_t evaluated_turn = std::min(work_->position() - prefix.size(), remainder.size());
+  const size_t evaluated_turn = std::min(work_->position() - prefix_ids_.size(), remainder.size());
   work_prompt_.assign(remainder.begin(), remainder.begin() + static_cast<std::ptrdiff_t>(evaluated_turn));
   if (!generated.ok() && !(stopped && generated.code() == ErrorCode::kCancelled)) return generated;
   if (stopped) out.output_tokens.resize(accepted);
   t.evaluated_tokens += work_->position() - position_before;
   t.decode_ms = (NowSeconds() - t0) * 1000;
   t.generated_tokens = out.output_tokens.size();
+
+  // 5. The output parsed against the tools, and why it ended.
   FGEMMA_TRY(std::string text, tokenizer_.Decode(out.output_tokens));
   out.parsed = ParseModelOutput(text, request.tools);
   if (stopped) {
@@ -238,13 +261,7 @@ Result<CallOutcome> FunctionCaller::Call(const CallRequest& call) {
     if (out.parsed.status.ok()) out.parsed.status = OutOfRange("generation stopped at the token limit before the turn ended");
   } else {
     out.finish_reason = out.parsed.calls.empty() ? FinishReason::kStop : FinishReason::kToolCalls;
-    // A complete turn joins the draft history (once: a repeat moves to the front).
-    std::string written;
-    for (int32_t id : out.output_tokens) written += vocab_->TokenText(id);
-    auto same = std::find(draft_history_.begin(), draft_history_.end(), written);
-    if (same != draft_history_.end()) draft_history_.erase(same);
-    draft_history_.insert(draft_history_.begin(), std::move(written));
-    if (draft_history_.size() > kDraftHistory) draft_history_.pop_back();
+    RememberOutput(out.output_tokens);  // a complete turn joins the draft history
   }
   t.total_ms = (NowSeconds() - start) * 1000;
   return out;

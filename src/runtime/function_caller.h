@@ -101,6 +101,16 @@ class FunctionCaller {
   // many of the first tokens of `remainder` as it can keep from the previous request (at most all
   // but the last, whose logits the call needs): their count is timing->reused_tokens.
   Status PreparePrefix(const std::vector<int32_t>& prefix, std::span<const int32_t> remainder, CallTiming* timing);
+  // Compiles the grammar of the request's tools and tool_choice unless it is the last one's.
+  Status PrepareGrammar(const CallRequest& call);
+  // The prompt's ids: the catalog prefix into prefix_ids_ (kept while it renders the same), the
+  // rest returned; both into out->prompt_tokens. Refuses an empty turn and a prompt that leaves no
+  // room to answer.
+  Result<std::vector<int32_t>> EncodePrompt(PromptParts& parts, CallOutcome* out);
+  // The texts drafts may copy from: earlier outputs, then the conversation's last messages.
+  void SetDraftSources(const ChatRequest& request, ConstrainedOptions* decoding);
+  // Puts a complete turn's text at the front of the draft history.
+  void RememberOutput(const std::vector<int32_t>& output);
 
   std::shared_ptr<const Model> model_;
   Tokenizer tokenizer_;
