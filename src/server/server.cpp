@@ -80,6 +80,9 @@ struct Server::Impl {
   http::Response Health() const;
   // `admission` (Admit's count) is released with the session, before the answer's last bytes.
   void ChatCompletions(const http::Request& req, http::ResponseWriter& out, std::shared_ptr<void>& admission);
+  // Serves `name`: the base with `lora` ("" = none), its sessions and, with batching, its batcher.
+  Status AddVariant(const LoadedModel& loaded, const FunctionCallerOptions& base, const std::string& name,
+                    const std::string& lora);
 };
 
 namespace {
@@ -265,9 +268,40 @@ void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWrite
   if (!StreamChatCall(caller, call, meta, session_header, out, call_ended)) ++client_disconnects;
 }
 
-Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
-  // "Loopback" is what the name resolves to, every address of it, not how it is spelled.
-  FGEMMA_TRY(std::vector<std::string> addresses, ResolveHost(options.host));
+namespace {
+
+// A model the server answers for, before loading: its name and the adapter it runs ("" = none).
+struct ServedModel {
+  std::string name, lora;
+};
+
+// The base under its name (with --lora's adapter, if any), then each named adapter NAME=DIR[:SCALE];
+// names are checked before any weight is loaded.
+Result<std::vector<ServedModel>> ServedModels(const ServerOptions& options) {
+  std::string base_name = options.model_name;
+  if (base_name.empty()) {
+    std::filesystem::path p(options.model_path);
+    base_name = (p.has_filename() ? p.filename() : p.parent_path().filename()).string();
+  }
+  std::vector<ServedModel> served = {{base_name, options.lora}};
+  for (const std::string& spec : options.adapters) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return InvalidArgument("--lora " + spec + ": a named adapter is NAME=DIR[:SCALE]");
+    const std::string name = spec.substr(0, eq);
+    if (name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != std::string::npos)
+      return InvalidArgument("--lora " + spec + ": the model name \"" + name + "\" may hold only letters, digits, '.', '_' and '-'");
+    for (const ServedModel& s : served)
+      if (s.name == name) return InvalidArgument("--lora " + spec + ": the model name \"" + name + "\" is served twice");
+    served.push_back({name, spec.substr(eq + 1)});
+  }
+  return served;
+}
+
+// The refusals that need no model: a non-loopback host without a key, bad timeouts, thread,
+// session and worker counts beyond the documented limits (docs/limits.md). Checked before the model
+// loads, so an embedder that skips the CLI's flag checks gets the same refusals.
+Status CheckServerOptions(const ServerOptions& options, const std::vector<std::string>& addresses) {
   if (!AllLoopback(addresses) && options.api_key.empty()) {
     std::string list;
     for (const auto& a : addresses) list += (list.empty() ? "" : ", ") + a;
@@ -276,8 +310,6 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   }
   if (options.read_timeout_s <= 0 || options.keep_alive_s <= 0 || options.keep_alive_max == 0)
     return InvalidArgument("--read-timeout-s, --keep-alive-s and --keep-alive-max must be positive");
-  // Checked before the model loads: an embedder that skips the CLI's flag checks gets the same
-  // refusals instead of thousands of threads or callers (docs/limits.md).
   FGEMMA_RETURN_IF_ERROR(CheckThreadCount(options.threads, "--threads"));
   if (options.sessions == 0 || options.sessions > kMaxServerSessions)
     return OutOfRange("--sessions " + std::to_string(options.sessions) + ": must be 1 to " +
@@ -285,63 +317,13 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   if (options.http_workers > kMaxHttpWorkers)
     return OutOfRange("--http-workers " + std::to_string(options.http_workers) + ": must be at most " +
                       std::to_string(kMaxHttpWorkers));
-  auto impl = std::make_unique<Impl>();
-  impl->options = options;
-  // Bind the address that was checked: a second lookup could answer differently.
-  impl->bind_address = addresses.front();
-  std::string base_name = options.model_name;
-  if (base_name.empty()) {
-    std::filesystem::path p(options.model_path);
-    base_name = (p.has_filename() ? p.filename() : p.parent_path().filename()).string();
-  }
-  // The served models: the base under its name (with --lora's adapter, if any), then each named
-  // adapter; their names are checked before the weights are loaded.
-  struct Served {
-    std::string name, lora;
-  };
-  std::vector<Served> served = {{base_name, options.lora}};
-  for (const std::string& spec : options.adapters) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      return InvalidArgument("--lora " + spec + ": a named adapter is NAME=DIR[:SCALE]");
-    const std::string name = spec.substr(0, eq);
-    if (name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != std::string::npos)
-      return InvalidArgument("--lora " + spec + ": the model name \"" + name + "\" may hold only letters, digits, '.', '_' and '-'");
-    for (const Served& s : served)
-      if (s.name == name) return InvalidArgument("--lora " + spec + ": the model name \"" + name + "\" is served twice");
-    served.push_back({name, spec.substr(eq + 1)});
-  }
-  LoadOptions load_options;
-  load_options.tokenizer_path = options.tokenizer_path;
-  FGEMMA_TRY(LoadedModel loaded, LoadModel(options.model_path, load_options));
-  FunctionCallerOptions base_options;
-  base_options.threads = options.threads;
-  base_options.context = options.context;
-  base_options.cache_path = options.cache_path;
-  base_options.trust_content_tokens = options.trust_content_tokens;
-  base_options.pool = SharedThreadPool(options.threads);  // one pool for every model's sessions
-  for (const Served& s : served) {
-    FunctionCallerOptions fo = base_options;
-    if (&s != &served.front()) fo.cache_path.clear();  // the cache file belongs to the base's name
-    if (!s.lora.empty()) {
-      FGEMMA_TRY(LoraSpec spec, ParseLoraSpec(s.lora));
-      FGEMMA_TRY(fo.lora, LoraAdapter::Load(spec, loaded.model->config()));
-      FGEMMA_RETURN_IF_ERROR(fo.lora->CheckFits(*loaded.model));
-    }
-    Impl::Variant v;
-    v.name = s.name;
-    if (options.batch && options.sessions > 1) {
-      // Continuous batching: this model's requests decoding at the same time share each pass over
-      // the weights (with its adapter).
-      FGEMMA_TRY(v.batcher, PassBatcher::Create(loaded.model, 256, options.context, fo.pool, fo.lora));
-      fo.batcher = v.batcher;
-    }
-    FGEMMA_TRY(v.pool, CallerPool::Create(loaded, fo, options.sessions));
-    impl->variants.push_back(std::move(v));
-  }
-  // Workers well beyond the sessions: requests beyond the pool wait in Acquire (bounded by
-  // --max-queue and --queue-timeout-ms). Workers only ever get complete requests: slow or hostile
-  // connections are held by the I/O thread, never by a worker.
+  return Status::Ok();
+}
+
+// The HTTP loop's limits. Workers well beyond the sessions: requests beyond the pool wait in
+// Acquire (bounded by --max-queue and --queue-timeout-ms). Workers only ever get complete
+// requests: slow or hostile connections are held by the I/O thread, never by a worker.
+http::LoopOptions LoopOptionsFor(const ServerOptions& options) {
   http::LoopOptions lo;
   lo.limits.max_body = options.max_body_bytes;
   lo.request_timeout = std::chrono::seconds(options.read_timeout_s);
@@ -353,6 +335,54 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY)
     lo.max_connections = std::min<size_t>(lo.max_connections, files.rlim_cur > 128 ? files.rlim_cur - 64 : 64);
+  return lo;
+}
+
+}  // namespace
+
+Status Server::Impl::AddVariant(const LoadedModel& loaded, const FunctionCallerOptions& base, const std::string& name,
+                                const std::string& lora) {
+  FunctionCallerOptions fo = base;
+  if (!lora.empty()) {
+    FGEMMA_TRY(LoraSpec spec, ParseLoraSpec(lora));
+    FGEMMA_TRY(fo.lora, LoraAdapter::Load(spec, loaded.model->config()));
+    FGEMMA_RETURN_IF_ERROR(fo.lora->CheckFits(*loaded.model));
+  }
+  Variant v;
+  v.name = name;
+  if (options.batch && options.sessions > 1) {
+    // Continuous batching: this model's requests decoding at the same time share each pass over
+    // the weights (with its adapter).
+    FGEMMA_TRY(v.batcher, PassBatcher::Create(loaded.model, 256, options.context, fo.pool, fo.lora));
+    fo.batcher = v.batcher;
+  }
+  FGEMMA_TRY(v.pool, CallerPool::Create(loaded, fo, options.sessions));
+  variants.push_back(std::move(v));
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
+  // "Loopback" is what the name resolves to, every address of it, not how it is spelled.
+  FGEMMA_TRY(std::vector<std::string> addresses, ResolveHost(options.host));
+  FGEMMA_RETURN_IF_ERROR(CheckServerOptions(options, addresses));
+  FGEMMA_TRY(std::vector<ServedModel> served, ServedModels(options));
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  // Bind the address that was checked: a second lookup could answer differently.
+  impl->bind_address = addresses.front();
+  LoadOptions load_options;
+  load_options.tokenizer_path = options.tokenizer_path;
+  FGEMMA_TRY(LoadedModel loaded, LoadModel(options.model_path, load_options));
+  FunctionCallerOptions base_options;
+  base_options.threads = options.threads;
+  base_options.context = options.context;
+  base_options.cache_path = options.cache_path;
+  base_options.trust_content_tokens = options.trust_content_tokens;
+  base_options.pool = SharedThreadPool(options.threads);  // one pool for every model's sessions
+  for (const ServedModel& s : served) {
+    FGEMMA_RETURN_IF_ERROR(impl->AddVariant(loaded, base_options, s.name, s.lora));
+    base_options.cache_path.clear();  // the cache file belongs to the base's name
+  }
   // Request buffers of 32 KiB and more (bodies, long header lines, their JSON) are mapped on their
   // own and unmapped when freed. glibc would otherwise raise this threshold after the first such
   // free and serve later ones from the heap, where floods of large requests leave freed pages
@@ -367,7 +397,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
     raw->ChatCompletions(req, out, admission);
   };
   handlers.error = [](int status, const std::string& message) { return Error(status, message, ErrorType(status)); };
-  impl->loop = std::make_unique<http::Loop>(lo, std::move(handlers));
+  impl->loop = std::make_unique<http::Loop>(LoopOptionsFor(options), std::move(handlers));
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
