@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -164,6 +165,34 @@ class CallGenerator {
   // Extends batch_ with guessed tokens and their forced runs (at most `room` positions), adding a
   // head slot after each guess; returns the number of slots (call_generator_guess.cpp).
   size_t BuildGuess(const ConstrainedOptions& opt, size_t room);
+  // BuildGuess's steps. Positions of the pass's batch taken so far and head slots filled (the
+  // first slot is the pass's own head).
+  struct GuessCursor {
+    size_t used = 0, slots = 1;
+  };
+  // One candidate fed through the grammar: how far it went and why it stopped.
+  struct GuessRun {
+    CallMatcher state;                        // the grammar state after it
+    size_t tokens = 0;                        // tokens guessed (forced runs not counted)
+    size_t stop_at = std::string_view::npos;  // where the candidate stopped agreeing (npos: it ran out)
+    bool diverged = false;                    // a forced run departed from its text
+    bool limited = false;                     // the batch's room, the candidate's worth or a rule cut it
+    bool done = false;                        // the turn's grammar ended
+    bool at_value = false;                    // it stopped at a value or a key, for a new lookup there
+  };
+  // candidates_ := the lookup's continuations of hyp_ in state `s`, in the order the guesser's
+  // rules rank them (the named tool, the close, the said keys, an enum list's next items).
+  void RankCandidates(const ConstrainedOptions& opt, const CallMatcher& s, std::string_view utterance, bool after_word,
+                      std::string_view word_rest);
+  // The text `c` is guessed as at hyp_ (a lowercase word, a copied text cut where its value ends:
+  // text_guess_), or nullopt where a rule rules it out (its first byte, a word that would not be
+  // whole, a value the utterance does not say).
+  std::optional<std::string_view> CandidateText(const DraftCandidate& c, const CallMatcher& s, std::string_view utterance,
+                                                bool after_word, uint32_t guessers);
+  // Appends `cont`'s tokens (and the forced runs after each) to batch_ and hyp_ while the grammar
+  // takes them and the rules let the candidate go on, a head slot after each guessed token.
+  GuessRun RunCandidate(const DraftCandidate& c, std::string_view cont, const CallMatcher& s, std::string_view utterance,
+                        uint32_t guessers, size_t room, GuessCursor* at);
   // The tool whose name the utterance (`text`) mentions best, "" when none stands out.
   void NameTool(std::string_view text);
   // Fills slot.ids / slot.mask and `head` for a head in slot.state.

@@ -80,16 +80,234 @@ bool UnsaidValue(std::string_view hyp, const CallMatcher& state, std::string_vie
 
 }  // namespace
 
+void CallGenerator::RankCandidates(const ConstrainedOptions& opt, const CallMatcher& s, std::string_view utterance,
+                                   bool after_word, std::string_view word_rest) {
+  const uint32_t g = opt.draft_guessers;
+  uint32_t key = 0, left = 0;
+  const bool text = s.TextState(&key, &left);
+  // At a value the utterance's words come first.
+  const bool value = (g & kGuessWordsFirst) && AtValue(hyp_, s);
+  LookupDrafts(hyp_, opt.draft_sources, opt.draft_anchored, kLookupBytes, /*words=*/!text, kMaxCandidates,
+               &candidates_, value);
+  // Before or inside a function name: candidates that go on with the tool the utterance names
+  // first, then that name itself, then the others.
+  if ((g & kGuessNamedTool) && !named_tool_.empty()) {
+    const size_t at = hyp_.rfind(kCall);
+    const bool at_name = hyp_.empty() || (at != std::string::npos && hyp_.find('{', at) == std::string::npos);
+    const std::string_view partial =
+        at_name && !hyp_.empty() ? std::string_view(hyp_).substr(at + kCall.size()) : std::string_view();
+    if (at_name && std::string_view(named_tool_).starts_with(partial)) {
+      name_guess_ = hyp_.empty() ? std::string(kCallStart) : std::string();
+      name_guess_ += std::string_view(named_tool_).substr(partial.size());
+      name_guess_ += '{';
+      const std::string_view want = std::string_view(name_guess_).substr(hyp_.empty() ? kCallStart.size() : 0);
+      auto named = [&](const DraftCandidate& c) {
+        if (!hyp_.empty()) return c.text.starts_with(want);
+        const size_t call = c.text.find(kCall);
+        return call != std::string_view::npos && c.text.substr(call + kCall.size()).starts_with(want);
+      };
+      const auto split = std::stable_partition(candidates_.begin(), candidates_.end(), named);
+      candidates_.insert(split, DraftCandidate{name_guess_, kNameWorth, DraftSource::kName});
+    }
+  }
+  // After a value (a word of the utterance, a string's or an enum's closing <escape>, a boolean,
+  // an array) the call's close is guessed: last when it is the only way on (no key may follow),
+  // first, before an earlier call's ',', when the utterance says nothing after the word ("Cool
+  // the office down to 19") or no key sorting after the written ones is left (calls list their
+  // keys sorted).
+  const bool value_ended = after_word || (!text && (hyp_.ends_with("<escape>") || hyp_.ends_with("true") ||
+                                                    hyp_.ends_with("false") || hyp_.ends_with(']')));
+  if ((g & kGuessClose) && value_ended && s.Accepts('}')) {
+    const bool said_all = after_word && std::none_of(word_rest.begin(), word_rest.end(), WordByte);
+    const bool more = s.Accepts(',');
+    const DraftCandidate close{kClose, 2, DraftSource::kClose};
+    if (more && (said_all || !s.LaterKeyOpen()))
+      candidates_.insert(candidates_.begin(), close);
+    else if (!more)
+      candidates_.push_back(close);
+  }
+  // At a key ('{' or ',' of a call's arguments), the keys whose values the utterance says come
+  // first: "set_lights{" then "brightness:40,room:<escape>kitchen<escape>}" for "set the kitchen
+  // lights to 40" (an earlier call's keys say less about this one).
+  if ((g & kGuessSlots) && AtKey(hyp_, s)) {
+    SlotGuesses(hyp_, utterance);
+    for (size_t i = slot_guesses_.size(); i-- > 0;)
+      candidates_.insert(candidates_.begin(), DraftCandidate{slot_guesses_[i], 16, DraftSource::kSlot});
+  }
+  // In an array of enum values the utterance names none of ("on weekdays"), the values in the
+  // schema's order from the one after the last item: after an earlier output that begins with
+  // everything written (a repeated command), before the rest.
+  if (g & kGuessLists) {
+    ListGuess(hyp_, utterance);
+    if (!list_guess_.empty()) {
+      const auto after = std::find_if(candidates_.begin(), candidates_.end(),
+                                      [](const DraftCandidate& c) { return c.source != DraftSource::kHistory; });
+      candidates_.insert(after, DraftCandidate{list_guess_, 16, DraftSource::kList});
+    }
+  }
+}
+
+std::optional<std::string_view> CallGenerator::CandidateText(const DraftCandidate& c, const CallMatcher& s,
+                                                             std::string_view utterance, bool after_word,
+                                                             uint32_t guessers) {
+  std::string_view cont = c.text;
+  // A word the grammar takes only in lowercase (an enum's "heat" for "Heat the living room"):
+  // guessed so (only the word is kept: the rest of the utterance is not looked at).
+  if (c.source == DraftSource::kWord && !cont.empty() && !s.Accepts(static_cast<uint8_t>(cont[0])) &&
+      s.Accepts(static_cast<uint8_t>(std::tolower(static_cast<unsigned char>(cont[0]))))) {
+    text_guess_ = Lower(cont);
+    cont = text_guess_;
+  }
+  // Most candidates fail at their first byte: skip them before encoding ('<' may open a control
+  // token, which the grammar takes as a symbol, not as bytes).
+  if (cont.empty() || (cont[0] != '<' && !s.Accepts(static_cast<uint8_t>(cont[0])))) return std::nullopt;
+  // After a whole word of the utterance the value has ended ("21 degrees"): not another digit.
+  if (after_word && WordByte(cont[0])) return std::nullopt;
+  // A word is a whole key or value: it does not go on from a part written before ("volume:3").
+  if (c.source == DraftSource::kWord && !hyp_.empty() && WordByte(hyp_.back())) return std::nullopt;
+  if ((guessers & kGuessSaidValue) && (c.source == DraftSource::kHistory || c.source == DraftSource::kHistoryMatch) &&
+      UnsaidValue(hyp_, s, cont, utterance, /*inside_values=*/c.source == DraftSource::kHistoryMatch))
+    return std::nullopt;
+  uint32_t key = 0, left = 0;
+  if ((guessers & kGuessTextEnd) && c.source == DraftSource::kTextMatch && s.TextState(&key, &left)) {
+    const size_t end = TextEnd(c.text, enum_values_);
+    if (end != std::string_view::npos) {
+      text_guess_.assign(c.text.substr(0, end));
+      text_guess_ += "<escape>";
+      cont = text_guess_;
+    }
+  }
+  return cont;
+}
+
+CallGenerator::GuessRun CallGenerator::RunCandidate(const DraftCandidate& c, std::string_view cont, const CallMatcher& s,
+                                                    std::string_view utterance, uint32_t g, size_t room,
+                                                    GuessCursor* at) {
+  EncodeOptions eo;
+  eo.parse_special = true;
+  GuessRun run{s};
+  CallMatcher& t = run.state;
+  size_t worth = c.max_tokens, cursor = 0;
+  uint32_t key = 0, left = 0;
+  bool open = true;
+  while (open && cursor < cont.size()) {
+    if (at->used >= room || run.tokens >= worth) {
+      run.limited = true;
+      break;
+    }
+    const std::vector<int32_t> toks = vocab_.tokenizer().Encode(cont.substr(cursor, kEncodeBytes), eo);
+    if (toks.empty()) break;
+    for (int32_t tok : toks) {
+      if (at->used >= room || run.tokens >= worth) {
+        run.limited = true;
+        open = false;
+        break;
+      }
+      CallMatcher next = t;
+      if (!vocab_.FeedToken(next, tok)) {
+        run.stop_at = cursor;
+        open = false;
+        break;
+      }
+      t = next;
+      batch_.push_back(tok);
+      guesses_.push_back(tok);
+      guess_sources_.push_back(c.source);
+      ++at->used;
+      ++run.tokens;
+      const std::string tok_text = vocab_.TokenText(tok);
+      hyp_ += tok_text;
+      cursor += tok_text.size();
+      // The forced runs after it, whole, as the generator appends them.
+      bool ran = false;
+      while (open && !t.Done()) {
+        vocab_.ForcedTokens(t, &draft_forced_);
+        if (draft_forced_.empty()) break;
+        ran = true;
+        const size_t run_start = hyp_.size();
+        for (int32_t id : draft_forced_) {
+          if (at->used >= room || !vocab_.FeedToken(t, id)) {  // the batch ends inside the run
+            open = false;
+            run.limited = true;
+            break;
+          }
+          batch_.push_back(id);
+          ++at->used;
+          hyp_ += vocab_.TokenText(id);
+        }
+        // The source goes on only where it agrees with the forced text.
+        const std::string_view forced_text = std::string_view(hyp_).substr(run_start);
+        if (!run.diverged && cont.substr(cursor).starts_with(forced_text)) {
+          cursor += forced_text.size();
+        } else if (!run.diverged) {
+          run.diverged = true;
+          run.stop_at = cursor;
+        }
+      }
+      if (!open) break;  // no head after a run the batch cuts
+      if (t.Done()) {
+        run.done = true;
+        open = false;
+        break;
+      }
+      slots_[at->slots].state = t;
+      heads_[at->slots] = HeadRequest{};
+      heads_[at->slots].index = batch_.size() - 1;
+      ++at->slots;
+      // Verifying a guess in free text takes a whole-vocabulary head: only strong evidence
+      // (an earlier output's beginning, a long match) guesses on there, and the utterance's
+      // own text (a string value is mostly copied from it: "06:30", "lo-fi beats"), which
+      // guesses on for kTextWorth tokens: the heads of one pass share a read of the embedding,
+      // so a guessed text position costs a fraction of the pass a correct one saves.
+      if (t.TextState(&key, &left)) {
+        if (c.source == DraftSource::kTextMatch)
+          worth = std::max(worth, kTextWorth);
+        else if (worth < 8)
+          worth = run.tokens;
+      }
+      if (run.diverged) {
+        open = false;
+        break;
+      }
+      // An earlier call reaching a value: the utterance may say it (a new lookup, words first);
+      // if not, the same source is found again and goes on.
+      if ((g & kGuessValueBreak) && c.source != DraftSource::kWord && AtValue(hyp_, t)) {
+        run.at_value = true;
+        open = false;
+        break;
+      }
+      // The same at a key (where a call's arguments open, after a value): the keys the
+      // utterance says come first there.
+      if ((g & kGuessSlots) && c.source != DraftSource::kSlot && c.source != DraftSource::kList && AtKey(hyp_, t)) {
+        run.at_value = true;
+        open = false;
+        break;
+      }
+      // An earlier call's string value is verified by whole-vocabulary heads: guessed only when
+      // the utterance holds it ("07:15" again, not last time's song).
+      if ((g & kGuessStringCheck) && c.source != DraftSource::kWord && c.source != DraftSource::kTextMatch &&
+          hyp_.ends_with(":<escape>") && t.TextState(&key, &left)) {
+        const std::string_view rest = cont.substr(cursor);
+        const std::string_view said = rest.substr(0, rest.find("<escape>"));
+        if (said.empty() || utterance.find(said) == std::string_view::npos) {
+          run.limited = true;
+          open = false;
+          break;
+        }
+      }
+      if (ran) break;  // re-encode from the new cursor: the run's bytes split the text
+    }
+  }
+  return run;
+}
+
 size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
-  size_t n_slots = 1;
   hyp_ = written_;
   CallMatcher s = matcher_;
-  size_t used = 0;
+  GuessCursor at;  // one head slot (the pass's first) before any guess
   const std::string_view utterance = opt.draft_anchored < opt.draft_sources.size()
                                          ? std::string_view(opt.draft_sources[opt.draft_anchored])
                                          : std::string_view();
-  EncodeOptions eo;
-  eo.parse_special = true;
   const uint32_t g = opt.draft_guessers;
   const size_t lookups = (g & kGuessChain) ? std::max<size_t>(opt.draft_lookups, 1) : 1;
   bool after_word = false;  // the last segment was a word of the utterance that ended a value
@@ -104,239 +322,45 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
       word_rest = utterance.substr(end);
     }
   }
-  for (size_t lookup = 0; lookup < lookups && used < room && !s.Done(); ++lookup) {
-    uint32_t key = 0, left = 0;
-    const bool text = s.TextState(&key, &left);
-    // At a value the utterance's words come first.
-    const bool value = (g & kGuessWordsFirst) && AtValue(hyp_, s);
-    LookupDrafts(hyp_, opt.draft_sources, opt.draft_anchored, kLookupBytes, /*words=*/!text, kMaxCandidates,
-                 &candidates_, value);
-    // Before or inside a function name: candidates that go on with the tool the utterance names
-    // first, then that name itself, then the others.
-    if ((g & kGuessNamedTool) && !named_tool_.empty()) {
-      const size_t at = hyp_.rfind(kCall);
-      const bool at_name = hyp_.empty() || (at != std::string::npos && hyp_.find('{', at) == std::string::npos);
-      const std::string_view partial =
-          at_name && !hyp_.empty() ? std::string_view(hyp_).substr(at + kCall.size()) : std::string_view();
-      if (at_name && std::string_view(named_tool_).starts_with(partial)) {
-        name_guess_ = hyp_.empty() ? std::string(kCallStart) : std::string();
-        name_guess_ += std::string_view(named_tool_).substr(partial.size());
-        name_guess_ += '{';
-        const std::string_view want = std::string_view(name_guess_).substr(hyp_.empty() ? kCallStart.size() : 0);
-        auto named = [&](const DraftCandidate& c) {
-          if (!hyp_.empty()) return c.text.starts_with(want);
-          const size_t call = c.text.find(kCall);
-          return call != std::string_view::npos && c.text.substr(call + kCall.size()).starts_with(want);
-        };
-        const auto split = std::stable_partition(candidates_.begin(), candidates_.end(), named);
-        candidates_.insert(split, DraftCandidate{name_guess_, kNameWorth, DraftSource::kName});
-      }
-    }
-    // After a value (a word of the utterance, a string's or an enum's closing <escape>, a boolean,
-    // an array) the call's close is guessed: last when it is the only way on (no key may follow),
-    // first, before an earlier call's ',', when the utterance says nothing after the word ("Cool
-    // the office down to 19") or no key sorting after the written ones is left (calls list their
-    // keys sorted).
-    const bool value_ended = after_word || (!text && (hyp_.ends_with("<escape>") || hyp_.ends_with("true") ||
-                                                      hyp_.ends_with("false") || hyp_.ends_with(']')));
-    if ((g & kGuessClose) && value_ended && s.Accepts('}')) {
-      const bool said_all = after_word && std::none_of(word_rest.begin(), word_rest.end(), WordByte);
-      const bool more = s.Accepts(',');
-      const DraftCandidate close{kClose, 2, DraftSource::kClose};
-      if (more && (said_all || !s.LaterKeyOpen()))
-        candidates_.insert(candidates_.begin(), close);
-      else if (!more)
-        candidates_.push_back(close);
-    }
-    // At a key ('{' or ',' of a call's arguments), the keys whose values the utterance says come
-    // first: "set_lights{" then "brightness:40,room:<escape>kitchen<escape>}" for "set the kitchen
-    // lights to 40" (an earlier call's keys say less about this one).
-    if ((g & kGuessSlots) && AtKey(hyp_, s)) {
-      SlotGuesses(hyp_, utterance);
-      for (size_t i = slot_guesses_.size(); i-- > 0;)
-        candidates_.insert(candidates_.begin(), DraftCandidate{slot_guesses_[i], 16, DraftSource::kSlot});
-    }
-    // In an array of enum values the utterance names none of ("on weekdays"), the values in the
-    // schema's order from the one after the last item: after an earlier output that begins with
-    // everything written (a repeated command), before the rest.
-    if (g & kGuessLists) {
-      ListGuess(hyp_, utterance);
-      if (!list_guess_.empty()) {
-        const auto after = std::find_if(candidates_.begin(), candidates_.end(),
-                                        [](const DraftCandidate& c) { return c.source != DraftSource::kHistory; });
-        candidates_.insert(after, DraftCandidate{list_guess_, 16, DraftSource::kList});
-      }
-    }
+  // Each lookup tries the ranked candidates in order; the first that guesses a token is kept, and
+  // the guess may go on from a new lookup where it stopped.
+  for (size_t lookup = 0; lookup < lookups && at.used < room && !s.Done(); ++lookup) {
+    RankCandidates(opt, s, utterance, after_word, word_rest);
     bool extended = false, chain = false;
     for (const DraftCandidate& c : candidates_) {
-      std::string_view cont = c.text;
-      // A word the grammar takes only in lowercase (an enum's "heat" for "Heat the living room"):
-      // guessed so (only the word is kept: the rest of the utterance is not looked at).
-      if (c.source == DraftSource::kWord && !cont.empty() && !s.Accepts(static_cast<uint8_t>(cont[0])) &&
-          s.Accepts(static_cast<uint8_t>(std::tolower(static_cast<unsigned char>(cont[0]))))) {
-        text_guess_ = Lower(cont);
-        cont = text_guess_;
-      }
-      // Most candidates fail at their first byte: skip them before encoding ('<' may open a control
-      // token, which the grammar takes as a symbol, not as bytes).
-      if (cont.empty() || (cont[0] != '<' && !s.Accepts(static_cast<uint8_t>(cont[0])))) continue;
-      // After a whole word of the utterance the value has ended ("21 degrees"): not another digit.
-      if (after_word && WordByte(cont[0])) continue;
-      // A word is a whole key or value: it does not go on from a part written before ("volume:3").
-      if (c.source == DraftSource::kWord && !hyp_.empty() && WordByte(hyp_.back())) continue;
-      if ((g & kGuessSaidValue) && (c.source == DraftSource::kHistory || c.source == DraftSource::kHistoryMatch) &&
-          UnsaidValue(hyp_, s, cont, utterance, /*inside_values=*/c.source == DraftSource::kHistoryMatch))
-        continue;
-      if ((g & kGuessTextEnd) && c.source == DraftSource::kTextMatch && s.TextState(&key, &left)) {
-        const size_t end = TextEnd(c.text, enum_values_);
-        if (end != std::string_view::npos) {
-          text_guess_.assign(c.text.substr(0, end));
-          text_guess_ += "<escape>";
-          cont = text_guess_;
-        }
-      }
-      const size_t batch0 = batch_.size(), guesses0 = guesses_.size(), slots0 = n_slots, hyp0 = hyp_.size(), used0 = used;
-      CallMatcher t = s;
-      size_t worth = c.max_tokens, seg = 0, cursor = 0;
-      size_t stop_at = std::string_view::npos;  // where the source stopped agreeing (npos: it ran out)
-      bool open = true, diverged = false, limited = false, done = false, at_value = false;
-      while (open && cursor < cont.size()) {
-        if (used >= room || seg >= worth) {
-          limited = true;
-          break;
-        }
-        const std::vector<int32_t> toks = vocab_.tokenizer().Encode(cont.substr(cursor, kEncodeBytes), eo);
-        if (toks.empty()) break;
-        for (int32_t tok : toks) {
-          if (used >= room || seg >= worth) {
-            limited = true;
-            open = false;
-            break;
-          }
-          CallMatcher next = t;
-          if (!vocab_.FeedToken(next, tok)) {
-            stop_at = cursor;
-            open = false;
-            break;
-          }
-          t = next;
-          batch_.push_back(tok);
-          guesses_.push_back(tok);
-          guess_sources_.push_back(c.source);
-          ++used;
-          ++seg;
-          const std::string tok_text = vocab_.TokenText(tok);
-          hyp_ += tok_text;
-          cursor += tok_text.size();
-          // The forced runs after it, whole, as the generator appends them.
-          bool ran = false;
-          while (open && !t.Done()) {
-            vocab_.ForcedTokens(t, &draft_forced_);
-            if (draft_forced_.empty()) break;
-            ran = true;
-            const size_t run_start = hyp_.size();
-            for (int32_t id : draft_forced_) {
-              if (used >= room || !vocab_.FeedToken(t, id)) {  // the batch ends inside the run
-                open = false;
-                limited = true;
-                break;
-              }
-              batch_.push_back(id);
-              ++used;
-              hyp_ += vocab_.TokenText(id);
-            }
-            // The source goes on only where it agrees with the forced text.
-            const std::string_view forced_text = std::string_view(hyp_).substr(run_start);
-            if (!diverged && cont.substr(cursor).starts_with(forced_text)) {
-              cursor += forced_text.size();
-            } else if (!diverged) {
-              diverged = true;
-              stop_at = cursor;
-            }
-          }
-          if (!open) break;  // no head after a run the batch cuts
-          if (t.Done()) {
-            done = true;
-            open = false;
-            break;
-          }
-          slots_[n_slots].state = t;
-          heads_[n_slots] = HeadRequest{};
-          heads_[n_slots].index = batch_.size() - 1;
-          ++n_slots;
-          // Verifying a guess in free text takes a whole-vocabulary head: only strong evidence
-          // (an earlier output's beginning, a long match) guesses on there, and the utterance's
-          // own text (a string value is mostly copied from it: "06:30", "lo-fi beats"), which
-          // guesses on for kTextWorth tokens: the heads of one pass share a read of the embedding,
-          // so a guessed text position costs a fraction of the pass a correct one saves.
-          if (t.TextState(&key, &left)) {
-            if (c.source == DraftSource::kTextMatch)
-              worth = std::max(worth, kTextWorth);
-            else if (worth < 8)
-              worth = seg;
-          }
-          if (diverged) {
-            open = false;
-            break;
-          }
-          // An earlier call reaching a value: the utterance may say it (a new lookup, words first);
-          // if not, the same source is found again and goes on.
-          if ((g & kGuessValueBreak) && c.source != DraftSource::kWord && AtValue(hyp_, t)) {
-            at_value = true;
-            open = false;
-            break;
-          }
-          // The same at a key (where a call's arguments open, after a value): the keys the
-          // utterance says come first there.
-          if ((g & kGuessSlots) && c.source != DraftSource::kSlot && c.source != DraftSource::kList && AtKey(hyp_, t)) {
-            at_value = true;
-            open = false;
-            break;
-          }
-          // An earlier call's string value is verified by whole-vocabulary heads: guessed only when
-          // the utterance holds it ("07:15" again, not last time's song).
-          if ((g & kGuessStringCheck) && c.source != DraftSource::kWord && c.source != DraftSource::kTextMatch &&
-              hyp_.ends_with(":<escape>") &&
-              t.TextState(&key, &left)) {
-            const std::string_view rest = cont.substr(cursor);
-            const std::string_view said = rest.substr(0, rest.find("<escape>"));
-            if (said.empty() || utterance.find(said) == std::string_view::npos) {
-              limited = true;
-              open = false;
-              break;
-            }
-          }
-          if (ran) break;  // re-encode from the new cursor: the run's bytes split the text
-        }
-      }
-      if (seg == 0) continue;
-      if (c.source == DraftSource::kWord && !limited && !done) {
+      const std::optional<std::string_view> cont = CandidateText(c, s, utterance, after_word, g);
+      if (!cont) continue;
+      const size_t batch0 = batch_.size(), guesses0 = guesses_.size(), hyp0 = hyp_.size();
+      const GuessCursor at0 = at;
+      const GuessRun run = RunCandidate(c, *cont, s, utterance, g, room, &at);
+      if (run.tokens == 0) continue;
+      if (c.source == DraftSource::kWord && !run.limited && !run.done) {
         // A word is a guess only as a whole value or key: the utterance's word ends where the grammar
         // lets the value end (the closing mark was forced, or a ',' or '}' may follow).
-        const bool boundary = stop_at >= cont.size() || !WordByte(cont[stop_at]);
-        const bool ended = diverged || t.Accepts(',') || t.Accepts('}');
+        const bool boundary = run.stop_at >= cont->size() || !WordByte((*cont)[run.stop_at]);
+        const bool ended = run.diverged || run.state.Accepts(',') || run.state.Accepts('}');
         if (!boundary || !ended) {
           batch_.resize(batch0);
           guesses_.resize(guesses0);
           guess_sources_.resize(guesses0);
-          n_slots = slots0;
           hyp_.resize(hyp0);
-          used = used0;
+          at = at0;
           continue;
         }
       }
-      s = t;
+      s = run.state;
       extended = true;
       after_word = c.source == DraftSource::kWord && !AtValue(hyp_, s);  // (a key's word: its value comes next)
-      word_rest = after_word && stop_at < cont.size() ? cont.substr(stop_at) : std::string_view();
+      word_rest = after_word && run.stop_at < cont->size() ? cont->substr(run.stop_at) : std::string_view();
       // Look up again where the source ran out or left the grammar, in structure (a guess in free
       // text needs whole-vocabulary heads: it goes on only with its own evidence).
-      chain = at_value || (!limited && !done && !t.TextState(&key, &left));
+      uint32_t key = 0, left = 0;
+      chain = run.at_value || (!run.limited && !run.done && !run.state.TextState(&key, &left));
       break;
     }
     if (!extended || !chain) break;
   }
-  return n_slots;
+  return at.slots;
 }
 
 }  // namespace fgemma
