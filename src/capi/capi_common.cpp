@@ -49,9 +49,7 @@ int64_t CopyOut(const std::string& text, char* buf, size_t cap) {
 
 Result<std::shared_ptr<const LoraAdapter>> LoadLora(const char* path, float scale, const Model& model) {
   if (path == nullptr) return std::shared_ptr<const LoraAdapter>();
-  FGEMMA_TRY(std::shared_ptr<const LoraAdapter> adapter, LoraAdapter::Load(path, model.config(), scale));
-  FGEMMA_RETURN_IF_ERROR(adapter->CheckFits(model));
-  return adapter;
+  return LoraAdapter::LoadFor(LoraSpec{path, scale}, model);
 }
 
 }  // namespace fgemma::capi

@@ -370,6 +370,12 @@ const LoraProjection* LoraAdapter::ForTensor(const TensorSpec& spec) const {
   return nullptr;
 }
 
+Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::LoadFor(const LoraSpec& spec, const Model& model) {
+  FGEMMA_TRY(std::shared_ptr<const LoraAdapter> adapter, Load(spec, model.config()));
+  FGEMMA_RETURN_IF_ERROR(adapter->CheckFits(model));
+  return adapter;
+}
+
 Status LoraAdapter::CheckFits(const Model& model) const {
   if (layers_.size() != static_cast<size_t>(model.config().num_layers))
     return InvalidArgument(dir_ + ": LoRA adapter loaded for " + std::to_string(layers_.size()) + " layers, the model has " +

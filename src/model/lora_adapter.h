@@ -57,6 +57,8 @@ class LoraAdapter {
   static Result<std::shared_ptr<const LoraAdapter>> Load(const LoraSpec& spec, const ModelConfig& config) {
     return Load(spec.dir, config, spec.scale);
   }
+  // Load, then CheckFits: the adapter every front end (CLI, C API, server) runs over `model`.
+  static Result<std::shared_ptr<const LoraAdapter>> LoadFor(const LoraSpec& spec, const Model& model);
 
   // Projection `index` (LayerWeights::kProjectionNames order) of layer `layer`.
   const LoraProjection& projection(int layer, size_t index) const {

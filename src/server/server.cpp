@@ -345,8 +345,7 @@ Status Server::Impl::AddVariant(const LoadedModel& loaded, const FunctionCallerO
   FunctionCallerOptions fo = base;
   if (!lora.empty()) {
     FGEMMA_TRY(LoraSpec spec, ParseLoraSpec(lora));
-    FGEMMA_TRY(fo.lora, LoraAdapter::Load(spec, loaded.model->config()));
-    FGEMMA_RETURN_IF_ERROR(fo.lora->CheckFits(*loaded.model));
+    FGEMMA_TRY(fo.lora, LoraAdapter::LoadFor(spec, *loaded.model));
   }
   Variant v;
   v.name = name;

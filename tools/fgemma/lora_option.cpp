@@ -11,9 +11,7 @@ void AddLoraOption(CLI::App* cmd, std::string* spec) {
 Result<std::shared_ptr<const LoraAdapter>> LoadLoraOption(const std::string& spec, const Model& model) {
   if (spec.empty()) return std::shared_ptr<const LoraAdapter>();
   FGEMMA_TRY(LoraSpec parsed, ParseLoraSpec(spec));
-  FGEMMA_TRY(std::shared_ptr<const LoraAdapter> adapter, LoraAdapter::Load(parsed, model.config()));
-  FGEMMA_RETURN_IF_ERROR(adapter->CheckFits(model));
-  return adapter;
+  return LoraAdapter::LoadFor(parsed, model);
 }
 
 }  // namespace fgemma::cli
