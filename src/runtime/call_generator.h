@@ -193,6 +193,15 @@ class CallGenerator {
   // takes them and the rules let the candidate go on, a head slot after each guessed token.
   GuessRun RunCandidate(const DraftCandidate& c, std::string_view cont, const CallMatcher& s, std::string_view utterance,
                         uint32_t guessers, size_t room, GuessCursor* at);
+  // After a guessed token: the forced runs, whole, as the generator appends them; the candidate
+  // goes on only where it agrees with their text (*cursor moves past it). False when the batch
+  // ends inside a run.
+  bool AppendForcedRuns(std::string_view cont, size_t room, GuessCursor* at, GuessRun* run, size_t* cursor, bool* ran);
+  // The rules that end a run after a guessed token's head (`rest`: the candidate's text not yet
+  // guessed): a departed source, a value or a key reached (a new lookup goes on there), an earlier
+  // call's string the utterance does not hold.
+  bool StopsAfterHead(const DraftCandidate& c, std::string_view rest, std::string_view utterance, uint32_t guessers,
+                      GuessRun* run) const;
   // The tool whose name the utterance (`text`) mentions best, "" when none stands out.
   void NameTool(std::string_view text);
   // Fills slot.ids / slot.mask and `head` for a head in slot.state.

@@ -218,33 +218,11 @@ CallGenerator::GuessRun CallGenerator::RunCandidate(const DraftCandidate& c, std
       const std::string tok_text = vocab_.TokenText(tok);
       hyp_ += tok_text;
       cursor += tok_text.size();
-      // The forced runs after it, whole, as the generator appends them.
       bool ran = false;
-      while (open && !t.Done()) {
-        vocab_.ForcedTokens(t, &draft_forced_);
-        if (draft_forced_.empty()) break;
-        ran = true;
-        const size_t run_start = hyp_.size();
-        for (int32_t id : draft_forced_) {
-          if (at->used >= room || !vocab_.FeedToken(t, id)) {  // the batch ends inside the run
-            open = false;
-            run.limited = true;
-            break;
-          }
-          batch_.push_back(id);
-          ++at->used;
-          hyp_ += vocab_.TokenText(id);
-        }
-        // The source goes on only where it agrees with the forced text.
-        const std::string_view forced_text = std::string_view(hyp_).substr(run_start);
-        if (!run.diverged && cont.substr(cursor).starts_with(forced_text)) {
-          cursor += forced_text.size();
-        } else if (!run.diverged) {
-          run.diverged = true;
-          run.stop_at = cursor;
-        }
+      if (!AppendForcedRuns(cont, room, at, &run, &cursor, &ran)) {
+        open = false;
+        break;  // no head after a run the batch cuts
       }
-      if (!open) break;  // no head after a run the batch cuts
       if (t.Done()) {
         run.done = true;
         open = false;
@@ -265,40 +243,76 @@ CallGenerator::GuessRun CallGenerator::RunCandidate(const DraftCandidate& c, std
         else if (worth < 8)
           worth = run.tokens;
       }
-      if (run.diverged) {
+      const std::string_view rest = cursor < cont.size() ? cont.substr(cursor) : std::string_view();
+      if (StopsAfterHead(c, rest, utterance, g, &run)) {
         open = false;
         break;
-      }
-      // An earlier call reaching a value: the utterance may say it (a new lookup, words first);
-      // if not, the same source is found again and goes on.
-      if ((g & kGuessValueBreak) && c.source != DraftSource::kWord && AtValue(hyp_, t)) {
-        run.at_value = true;
-        open = false;
-        break;
-      }
-      // The same at a key (where a call's arguments open, after a value): the keys the
-      // utterance says come first there.
-      if ((g & kGuessSlots) && c.source != DraftSource::kSlot && c.source != DraftSource::kList && AtKey(hyp_, t)) {
-        run.at_value = true;
-        open = false;
-        break;
-      }
-      // An earlier call's string value is verified by whole-vocabulary heads: guessed only when
-      // the utterance holds it ("07:15" again, not last time's song).
-      if ((g & kGuessStringCheck) && c.source != DraftSource::kWord && c.source != DraftSource::kTextMatch &&
-          hyp_.ends_with(":<escape>") && t.TextState(&key, &left)) {
-        const std::string_view rest = cont.substr(cursor);
-        const std::string_view said = rest.substr(0, rest.find("<escape>"));
-        if (said.empty() || utterance.find(said) == std::string_view::npos) {
-          run.limited = true;
-          open = false;
-          break;
-        }
       }
       if (ran) break;  // re-encode from the new cursor: the run's bytes split the text
     }
   }
   return run;
+}
+
+bool CallGenerator::AppendForcedRuns(std::string_view cont, size_t room, GuessCursor* at, GuessRun* run, size_t* cursor,
+                                     bool* ran) {
+  CallMatcher& t = run->state;
+  bool open = true;
+  while (open && !t.Done()) {
+    vocab_.ForcedTokens(t, &draft_forced_);
+    if (draft_forced_.empty()) break;
+    *ran = true;
+    const size_t run_start = hyp_.size();
+    for (int32_t id : draft_forced_) {
+      if (at->used >= room || !vocab_.FeedToken(t, id)) {  // the batch ends inside the run
+        open = false;
+        run->limited = true;
+        break;
+      }
+      batch_.push_back(id);
+      ++at->used;
+      hyp_ += vocab_.TokenText(id);
+    }
+    // The source goes on only where it agrees with the forced text.
+    const std::string_view forced_text = std::string_view(hyp_).substr(run_start);
+    if (!run->diverged && cont.substr(*cursor).starts_with(forced_text)) {
+      *cursor += forced_text.size();
+    } else if (!run->diverged) {
+      run->diverged = true;
+      run->stop_at = *cursor;
+    }
+  }
+  return open;
+}
+
+bool CallGenerator::StopsAfterHead(const DraftCandidate& c, std::string_view rest, std::string_view utterance,
+                                   uint32_t g, GuessRun* run) const {
+  const CallMatcher& t = run->state;
+  if (run->diverged) return true;
+  // An earlier call reaching a value: the utterance may say it (a new lookup, words first); if not,
+  // the same source is found again and goes on.
+  if ((g & kGuessValueBreak) && c.source != DraftSource::kWord && AtValue(hyp_, t)) {
+    run->at_value = true;
+    return true;
+  }
+  // The same at a key (where a call's arguments open, after a value): the keys the utterance says
+  // come first there.
+  if ((g & kGuessSlots) && c.source != DraftSource::kSlot && c.source != DraftSource::kList && AtKey(hyp_, t)) {
+    run->at_value = true;
+    return true;
+  }
+  // An earlier call's string value is verified by whole-vocabulary heads: guessed only when the
+  // utterance holds it ("07:15" again, not last time's song).
+  uint32_t key = 0, left = 0;
+  if ((g & kGuessStringCheck) && c.source != DraftSource::kWord && c.source != DraftSource::kTextMatch &&
+      hyp_.ends_with(":<escape>") && t.TextState(&key, &left)) {
+    const std::string_view said = rest.substr(0, rest.find("<escape>"));
+    if (said.empty() || utterance.find(said) == std::string_view::npos) {
+      run->limited = true;
+      return true;
+    }
+  }
+  return false;
 }
 
 size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
