@@ -63,8 +63,10 @@ TEST(RealCartridge, PhoneActionsKeepsItsEvalFigures) {
   const std::string base = BaseOrEmpty();
   SKIP_WITHOUT_THE_BASE(base);
   const Json constrained = RunCartridgeEval(base, false), unconstrained = RunCartridgeEval(base, true);
-  ExpectFloors(constrained, Floors{0.80, 0.93, 0.93, 0.85}, "constrained");
-  ExpectFloors(unconstrained, Floors{0.80, 0.90, 0.93, 0.80}, "unconstrained");
+  // Measured (cartridges/phone-actions/README.md): exact 0.918 (67 of 73), names 0.973, no-call
+  // 1.00, argument recall 0.915, constrained and unconstrained alike; the floors leave two rows.
+  ExpectFloors(constrained, Floors{0.89, 0.94, 0.93, 0.89}, "constrained");
+  ExpectFloors(unconstrained, Floors{0.89, 0.94, 0.93, 0.89}, "unconstrained");
   // The fine-tune, not the grammar, does the work: decoding freely loses at most 5 points.
   EXPECT_LE(Rate(constrained, "call_exact_match") - Rate(unconstrained, "call_exact_match"), 0.05);
 }
