@@ -3,8 +3,9 @@
 #   scripts/cross-test.sh [i386|i386-sse4|armhf|armhf-noneon|aarch64 ...]   (default: i386 armhf aarch64)
 # (i386-sse4 is the build scripts/test-32bit-270m.sh uses; CI tests that one to build i386 once.)
 # Each builds the engine, the CLI (where tests run natively) and the core, tokenizer, chat, kernels
-# and util test binaries (aarch64: core, kernels and util; see `suites` below) with cmake/toolchains/<arch>.cmake (static executables; dependencies from
-# cmake/CrossDeps.cmake) in build/cross-<arch>, then runs the goldens that matter: tiny (every layer
+# and util test binaries (aarch64: core, kernels and util; see `suites` below) with
+# cmake/toolchains/<arch>.cmake (static executables; dependencies from cmake/CrossDeps.cmake) in
+# build/cross-<arch>, then runs the goldens that matter: tiny (every layer
 # and logit), mini and the mini GGUF goldens, the tokenizer goldens, the chat rendering goldens and
 # every SIMD kernel against its scalar reference (NEON on armhf/aarch64, the scalar fallback on
 # armhf-noneon). Under qemu the CLI tests are left out (a test spawning the CLI would need

@@ -13,6 +13,15 @@ Json Rate(size_t count, size_t total) { return total == 0 ? Json(nullptr) : Json
 
 Json Fraction(size_t count, size_t total) { return {{"count", count}, {"total", total}, {"rate", Rate(count, total)}}; }
 
+// Argument pairs: counts, precision (of the generated) and recall (of the expected).
+Json ArgumentsJson(size_t expected, size_t generated, size_t matched) {
+  return {{"expected", expected},
+          {"generated", generated},
+          {"matched", matched},
+          {"precision", Rate(matched, generated)},
+          {"recall", Rate(matched, expected)}};
+}
+
 Json Latency(const std::vector<double>& ms) {
   if (ms.empty()) return nullptr;
   double sum = 0, max = 0;
@@ -81,12 +90,7 @@ Json EvalReportToJson(const EvalReport& r) {
                          {"name_recall", Rate(f.name_matched, f.expected)},
                          {"exact", f.exact},
                          {"exact_rate", Rate(f.exact, f.expected)},
-                         {"arguments",
-                          {{"expected", f.args_expected},
-                           {"generated", f.args_generated},
-                           {"matched", f.args_matched},
-                           {"precision", Rate(f.args_matched, f.args_generated)},
-                           {"recall", Rate(f.args_matched, f.args_expected)}}}});
+                         {"arguments", ArgumentsJson(f.args_expected, f.args_generated, f.args_matched)}});
   }
   Json j = {{"rows", t.rows},
             {"call_rows", t.call_rows},
@@ -98,12 +102,7 @@ Json EvalReportToJson(const EvalReport& r) {
             {"function_name", Fraction(t.names, t.call_rows)},
             {"no_call", Fraction(t.no_call_correct, t.no_call_rows)},
             {"invalid", Fraction(t.invalid, t.rows)},
-            {"arguments",
-             {{"expected", t.args_expected},
-              {"generated", t.args_generated},
-              {"matched", t.args_matched},
-              {"precision", Rate(t.args_matched, t.args_generated)},
-              {"recall", Rate(t.args_matched, t.args_expected)}}},
+            {"arguments", ArgumentsJson(t.args_expected, t.args_generated, t.args_matched)},
             {"latency_ms", Latency(all)},
             {"latency_warm_ms", Latency(warm)},
             {"wall_s", r.wall_s},

@@ -7,10 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -24,7 +22,6 @@
 #include "util/thread_pool.h"
 #include "server/caller_pool.h"
 #include "server/chat_completion.h"
-#include "server/chat_stream.h"
 #include "server/host_address.h"
 #include "server/http_loop.h"
 #include "server/http_policy.h"
