@@ -4,7 +4,8 @@
 # (i386-sse4 is the build scripts/test-32bit-270m.sh uses; CI tests that one to build i386 once.)
 # Each builds the engine, the CLI (where tests run natively) and the core, tokenizer, chat, kernels
 # and util test binaries (aarch64: core, kernels and util; see `suites` below) with
-# cmake/toolchains/<arch>.cmake (static executables; dependencies from cmake/CrossDeps.cmake) in
+# cmake/toolchains/<arch>.cmake (static executables; dependencies from cmake/CrossDeps.cmake;
+# scripts/cross-configure.sh) in
 # build/cross-<arch>, then runs the goldens that matter: tiny (every layer
 # and logit), mini and the mini GGUF goldens, the tokenizer goldens, the chat rendering goldens and
 # every SIMD kernel against its scalar reference (NEON on armhf/aarch64, the scalar fallback on
@@ -17,6 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
+# shellcheck source=scripts/cross-configure.sh
+source scripts/cross-configure.sh
 shared="${FGEMMA_SHARED_DIR:-$root/../shared}"
 jobs="${FGEMMA_JOBS:-2}"
 archs=("$@")
@@ -39,8 +42,7 @@ for arch in "${archs[@]}"; do
   suites=(tokenizer chat kernels util)
   [ "$arch" = aarch64 ] && suites=(kernels util)
   echo "== $arch: configure + build ($dir)"
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/$arch.cmake" \
-    -DCMAKE_BUILD_TYPE=Release -DFGEMMA_SHARED_DIR="$shared" -DFGEMMA_BUILD_TESTS=ON -DFGEMMA_BUILD_BENCH=OFF >/dev/null
+  cross_configure "$arch" "$dir" -DFGEMMA_SHARED_DIR="$shared" -DFGEMMA_BUILD_TESTS=ON
   # The CLI only where its tests run (natively): under qemu they are filtered out.
   cli=()
   [ "${run[*]-}" = "" ] && cli=(fgemma)

@@ -11,11 +11,11 @@
 # model file over 2 GiB is refused with a clear error on 32-bit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root="$PWD"
 dir="build/cross-i386-sse4"
 if [ ! -f "$dir/build.ninja" ]; then
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/i386-sse4.cmake" \
-    -DCMAKE_BUILD_TYPE=Release -DFGEMMA_BUILD_BENCH=OFF >/dev/null
+  # shellcheck source=scripts/cross-configure.sh
+  source scripts/cross-configure.sh
+  cross_configure i386-sse4 "$dir"
 fi
 cmake --build "$dir" -j "${FGEMMA_JOBS:-2}" --target fgemma
 cli="$dir/tools/fgemma"

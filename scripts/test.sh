@@ -9,7 +9,7 @@
 #   FGEMMA_CROSS           cross builds and goldens (scripts/cross-test.sh $FGEMMA_CROSS_ARCHS, default
 #                          "i386-sse4 armhf aarch64": one i386 build serves the goldens and the 32-bit
 #                          270m process test, scripts/test-32bit-270m.sh); default: off
-#   FGEMMA_FUZZ            every libFuzzer target for FGEMMA_FUZZ_SECONDS (default 30) each, two at a time
+#   FGEMMA_FUZZ            every libFuzzer target for FGEMMA_FUZZ_SECONDS (default 20) each, two at a time
 #                          (scripts/fuzz.sh); default: off
 #   FGEMMA_VALGRIND        valgrind memcheck on the C API tests (own build, preset valgrind);
 #                          default: off
@@ -39,35 +39,7 @@ if [ "${FGEMMA_SKIP_ASAN:-0}" != 1 ]; then
 fi
 if [ "${FGEMMA_VALGRIND:-0}" = 1 ]; then
   stage valgrind
-  # Its own build: libhwy.so's start-up code uses RDTSCP, which valgrind 3.19 cannot run, so this
-  # build uses Highway's static target without libhwy (preset valgrind, as the cross builds do).
-  cmake --preset valgrind >/dev/null
-  cmake --build --preset valgrind --target fgemma_capi_tests  # only what runs under valgrind
-  # Every C API entry point, calls on the mini model included (plain, drafted, cancelled, with an
-  # adapter, in shared pass groups), but the tests that repeat those calls many times over: under
-  # memcheck each call on the mini model costs 10-40 s, and these five took 21 of the stage's 24
-  # minutes (2026-12-04, AMD EPYC), which pushed CI past its limit. The ASan stage runs them all.
-  valgrind_skip="SharedPassesCapi.ConcurrentCallersSharePassesAndAnswerAsAlone"  # 19 calls on 4 threads
-  valgrind_skip+=":SharedPassesCapi.CallersWithOneAdapterShareItAndItsPasses"   # 4 adapter calls
-  valgrind_skip+=":CapiInjectionTest.EveryTokenInEveryPlaceThroughTheCApi"      # 2 calls a token and place
-  valgrind_skip+=":CapiTest.DraftsOnByDefaultChangeNothing"                     # 4 calls
-  valgrind_skip+=":CapiTest.ModelOutlivesNothingButIsShared"                    # 4 threads calling
-  # memcheck runs one thread at a time: two gtest shards use both cores.
-  for shard in 0 1; do
-    GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$shard valgrind --tool=memcheck --error-exitcode=99 \
-      --leak-check=full --errors-for-leak-kinds=definite --track-origins=yes \
-      build/valgrind/tests/fgemma_capi_tests --gtest_brief=1 \
-      --gtest_filter="${FGEMMA_VALGRIND_FILTER:-*:-$valgrind_skip}" >"build/valgrind/memcheck-$shard.log" 2>&1 &
-  done
-  memcheck_rc=0
-  for shard in 0 1; do
-    wait -n || memcheck_rc=$?
-  done
-  cat build/valgrind/memcheck-0.log build/valgrind/memcheck-1.log
-  if ((memcheck_rc != 0)); then
-    echo "valgrind memcheck FAILED (exit $memcheck_rc)" >&2
-    exit 1
-  fi
+  scripts/valgrind-capi.sh
 fi
 if [ "${FGEMMA_CROSS:-0}" = 1 ]; then
   stage cross
@@ -78,6 +50,6 @@ if [ "${FGEMMA_CROSS:-0}" = 1 ]; then
 fi
 if [ "${FGEMMA_FUZZ:-0}" = 1 ]; then
   stage fuzz
-  scripts/fuzz.sh "${FGEMMA_FUZZ_SECONDS:-30}"
+  scripts/fuzz.sh "${FGEMMA_FUZZ_SECONDS:-20}"
 fi
 stage done

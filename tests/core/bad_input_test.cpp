@@ -36,7 +36,8 @@ class BadInput : public ::testing::Test {
   void WriteHeader(const Json& header, const std::string& data) {
     const std::string text = header.dump();
     std::string out(8, '\0');
-    for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+    const uint64_t length = text.size();  // 64-bit: a shift of a 32-bit size_t by 32 or more is undefined
+    for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xff);
     WriteWeights(out + text + data);
   }
 

@@ -52,7 +52,7 @@ Pair MakePair(const ModelConfig& config, DType type) {
       bytes.resize(spec.rows * RowBytes(type, spec.cols));
       for (size_t r = 0; r < spec.rows; ++r) {
         EXPECT_TRUE(QuantizeRow(type, x.data() + r * spec.cols, spec.cols, bytes.data() + r * RowBytes(type, spec.cols)).ok());
-        DequantizeRow(TensorView{type, 1, spec.cols, bytes.data() + r * RowBytes(type, spec.cols)}, 0, x.data() + r * spec.cols);
+        DequantizeRow(TensorView{type, 1, static_cast<size_t>(spec.cols), bytes.data() + r * RowBytes(type, spec.cols)}, 0, x.data() + r * spec.cols);
       }
     }
     store->push_back(std::move(bytes));
@@ -63,8 +63,8 @@ Pair MakePair(const ModelConfig& config, DType type) {
   auto lookup = [&](bool quantized) {
     return [&, quantized](const TensorSpec& spec) -> Result<TensorView> {
       const size_t i = make(spec);
-      if (!quantized || spec.role == TensorRole::kNorm) return TensorView{DType::kF32, spec.rows, spec.cols, (*floats)[i].data()};
-      return TensorView{type, spec.rows, spec.cols, (*store)[i].data()};
+      if (!quantized || spec.role == TensorRole::kNorm) return TensorView{DType::kF32, static_cast<size_t>(spec.rows), static_cast<size_t>(spec.cols), (*floats)[i].data()};
+      return TensorView{type, static_cast<size_t>(spec.rows), static_cast<size_t>(spec.cols), (*store)[i].data()};
     };
   };
   auto owner = std::make_shared<std::pair<decltype(store), decltype(floats)>>(store, floats);

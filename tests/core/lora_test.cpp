@@ -363,7 +363,8 @@ TEST_F(LoraMalformed, TypesOtherThanFloatAreRefused) {
   ASSERT_TRUE(WriteStringToFile(dir_ + "/adapter_config.json", config_.dump()).ok());
   const std::string header = std::string("{\"") + kQA + "\":{\"dtype\":\"F64\",\"shape\":[4,64],\"data_offsets\":[0,2048]}}";
   std::string file(8, '\0');
-  for (int i = 0; i < 8; ++i) file[static_cast<size_t>(i)] = static_cast<char>(header.size() >> (8 * i));
+  const uint64_t length = header.size();  // 64-bit: shifting a 32-bit size_t by 32 or more is undefined
+  for (int i = 0; i < 8; ++i) file[static_cast<size_t>(i)] = static_cast<char>(length >> (8 * i));
   file += header + std::string(2048, '\0');
   ASSERT_TRUE(WriteStringToFile(dir_ + "/adapter_model.safetensors", file).ok());
   const Status st = Load();
