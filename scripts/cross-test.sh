@@ -2,16 +2,17 @@
 # Cross builds for 32-bit x86 and Arm, tested natively (i386) or under qemu-user (Arm):
 #   scripts/cross-test.sh [i386|i386-sse4|armhf|armhf-noneon|aarch64 ...]   (default: i386 armhf aarch64)
 # (i386-sse4 is the build scripts/test-32bit-270m.sh uses; CI tests that one to build i386 once.)
-# Each builds the engine, the CLI (where tests run natively) and the core, tokenizer, chat, kernels
-# and util test binaries (aarch64: core, kernels and util; see `suites` below) with
+# Each builds the engine and the model, tokenizer, chat, kernels and util test binaries (aarch64:
+# model, kernels and util; see `suites` below), where tests run natively also the CLI and its tests,
+# with
 # cmake/toolchains/<arch>.cmake (static executables; dependencies from cmake/CrossDeps.cmake;
 # scripts/cross-configure.sh) in
 # build/cross-<arch>, then runs the goldens that matter: tiny (every layer
 # and logit), mini and the mini GGUF goldens, the tokenizer goldens, the chat rendering goldens and
 # every SIMD kernel against its scalar reference (NEON on armhf/aarch64, the scalar fallback on
 # armhf-noneon). Under qemu the CLI tests are left out (a test spawning the CLI would need
-# binfmt_misc); on i386 everything in the binaries runs natively, or under qemu-i386 like Arm when
-# the kernel cannot exec 32-bit x86 binaries.
+# binfmt_misc); on i386 everything runs natively, or under qemu-i386 like Arm (without the CLI
+# tests) when the kernel cannot exec 32-bit x86 binaries.
 # Needs: g++-i686-linux-gnu g++-arm-linux-gnueabihf g++-aarch64-linux-gnu qemu-user googletest
 # (scripts/install-deps.sh with FGEMMA_CROSS=1). On Arm it also builds the JNI library of
 # bindings/java for the target.
@@ -38,16 +39,16 @@ for arch in "${archs[@]}"; do
   # The tokenizer and chat code has no ISA-specific path: what a target can change is the width of
   # size_t and long and the signedness of char. The host build runs them 64-bit with signed char,
   # i386 32-bit with signed char, armhf 32-bit with unsigned char; aarch64 (64-bit, unsigned char)
-  # adds nothing there, so it builds and runs only the kernels, core goldens and util (thread pool).
+  # adds nothing there, so it builds and runs only the kernels, the model tests and util (thread pool).
   suites=(tokenizer chat kernels util)
   [ "$arch" = aarch64 ] && suites=(kernels util)
   echo "== $arch: configure + build ($dir)"
   cross_configure "$arch" "$dir" -DFGEMMA_SHARED_DIR="$shared" -DFGEMMA_BUILD_TESTS=ON
-  # The CLI only where its tests run (natively): under qemu they are filtered out.
+  # The CLI and its tests only where they run (natively).
   cli=()
-  [ "${run[*]-}" = "" ] && cli=(fgemma)
+  [ "${run[*]-}" = "" ] && cli=(fgemma fgemma_cli_tests)
   suite_targets=()
-  for t in core "${suites[@]}"; do suite_targets+=("fgemma_${t}_tests"); done
+  for t in model "${suites[@]}"; do suite_targets+=("fgemma_${t}_tests"); done
   cmake --build "$dir" -j "$jobs" --target "${cli[@]}" "${suite_targets[@]}"
   # The JNI library an Android app ships per ABI (bindings/java), when the host has a JDK's headers:
   # it must build for the target (its behaviour is tested on the host JVM by the native build).
@@ -66,14 +67,15 @@ for arch in "${archs[@]}"; do
     echo "== $arch: this kernel does not run 32-bit x86 executables; testing under qemu-i386"
     run=(qemu-i386)
     filter="$qemu_filter"
+    cli=()
   fi
-  # Each test binary is one single-threaded emulator process: they run $jobs at a time, the core
+  # Each test binary is one single-threaded emulator process: they run $jobs at a time, the model
   # tests (the longest, about a minute under qemu) split in two gtest shards.
   job_names=()
   job_cmds=()
   queue() { job_names+=("$1"); job_cmds+=("$(printf '%q ' "${@:2}")"); }
   # The kernels chosen at run time from the CPU's hwcaps (kernels/cpu_features.h), each against its
-  # scalar reference, and core goldens, under CPU models that lack and have the dot product.
+  # scalar reference, and the model goldens, under CPU models that lack and have the dot product.
   # qemu-aarch64's default CPU (max, the main run below) reports dotprod and i8mm (NEON_I8MM: smmla
   # for token pairs; forced to NEON_DOTPROD the A55 class), cortex-a53 neither; qemu-arm's default
   # and -cpu max run vsdot without reporting it (so the main run is NEON, and FGEMMA_ARM_TARGET
@@ -86,19 +88,22 @@ for arch in "${archs[@]}"; do
     armhf) extra=("-cpu cortex-a15||$goldens" "-cpu max|NEON_DOTPROD|$goldens:*GgufQuantized*") ;;
   esac
   for e in "${extra[@]}"; do
-    IFS='|' read -r cpu forced core <<<"$e"
-    for t in kernels core; do
+    IFS="|" read -r cpu forced goldens_here <<<"$e"
+    for t in kernels model; do
       f="$filter"
-      [ "$t" = core ] && f="$core:$filter"
+      [ "$t" = model ] && f="$goldens_here:$filter"
       # shellcheck disable=SC2086  # $cpu is "-cpu <model>"
       queue "$t tests under ${run[*]} $cpu${forced:+ with FGEMMA_ARM_TARGET=$forced}" \
         env FGEMMA_ARM_TARGET="$forced" "${run[@]}" $cpu "$dir/tests/fgemma_${t}_tests" --gtest_filter="$f" --gtest_brief=1
     done
   done
   for shard in 0 1; do
-    queue "core tests (shard $((shard + 1)) of 2)" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$shard \
-      "${run[@]}" "$dir/tests/fgemma_core_tests" --gtest_filter="$filter" --gtest_brief=1
+    queue "model tests (shard $((shard + 1)) of 2)" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$shard \
+      "${run[@]}" "$dir/tests/fgemma_model_tests" --gtest_filter="$filter" --gtest_brief=1
   done
+  if ((${#cli[@]})); then
+    queue "cli tests" "$dir/tests/fgemma_cli_tests" --gtest_brief=1
+  fi
   for t in "${suites[@]}"; do
     queue "$t tests" "${run[@]}" "$dir/tests/fgemma_${t}_tests" --gtest_filter="$filter" --gtest_brief=1
   done

@@ -175,8 +175,10 @@ FGEMMA_API fgemma_status fgemma_caller_new(const fgemma_model* model, fgemma_cal
 FGEMMA_API void fgemma_caller_free(fgemma_caller* caller);
 /* tools_json: array of {"type":"function","function":{...}}; messages_json: array of messages;
  * tool_choice: "auto" (NULL), "required", "none", a function name, or an OpenAI tool_choice object as
- * JSON text. On FGEMMA_OK the outcome (the JSON `fgemma call` prints; an invalid model output is
- * reported in its "error" member, not as a failure) is read with fgemma_caller_result_json(). */
+ * JSON text. On FGEMMA_OK the outcome (the JSON `fgemma call` prints: "calls", "text", "timing" and
+ * "finish_reason": "tool_calls", "stop" for text only, or "length" when the grammar's or the
+ * generator's own token cap cut it; an invalid model output is reported in its "error" member, not
+ * as a failure) is read with fgemma_caller_result_json(). */
 FGEMMA_API fgemma_status fgemma_caller_call(fgemma_caller* caller, const char* tools_json, const char* messages_json,
                                             const char* tool_choice, fgemma_token_callback callback,
                                             void* user_data);

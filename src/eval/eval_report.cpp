@@ -107,7 +107,7 @@ Json EvalReportToJson(const EvalReport& r) {
             {"latency_warm_ms", Latency(warm)},
             {"wall_s", r.wall_s},
             {"rows_per_s", r.wall_s > 0 ? Json(static_cast<double>(t.rows) / r.wall_s) : Json(nullptr)},
-            {"catalogs", {{"built", r.catalogs}, {"prefill_ms", r.catalog_ms}}},
+            {"catalogs", {{"built", r.catalogs}, {"prefill_ms", r.catalog_ms}, {"restored", r.catalogs_restored}}},
             {"tokens", {{"prompt", t.prompt_tokens}, {"generated", t.generated_tokens}}},
             {"decoding",
              {{"passes", t.passes},

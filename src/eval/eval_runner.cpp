@@ -52,6 +52,8 @@ Result<EvalReport> RunEval(FunctionCaller& caller, const std::vector<EvalRow>& r
       if (!r.outcome.timing.cache_hit) {
         ++report.catalogs;
         report.catalog_ms += r.outcome.timing.prefix_ms;
+      } else if (r.outcome.timing.cache_source == "file") {
+        ++report.catalogs_restored;
       }
       if (options.progress) options.progress(++done, rows.size());
     }

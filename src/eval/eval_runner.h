@@ -38,6 +38,7 @@ struct EvalReport {
   EvalTotals totals;
   double wall_s = 0;                // all rows, catalog prefills included
   size_t catalogs = 0;              // catalog states built (one per distinct tool list)
+  size_t catalogs_restored = 0;     // catalog states read from the cache directory instead
   double catalog_ms = 0;            // spent building catalog states
   // What was evaluated, for the report only (set by the front end; "" = not printed).
   std::string model, data, split;

@@ -376,6 +376,12 @@ Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::LoadFor(const LoraSpec& 
   return adapter;
 }
 
+Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::LoadFor(const std::string& spec, const Model& model) {
+  if (spec.empty()) return std::shared_ptr<const LoraAdapter>();
+  FGEMMA_TRY(LoraSpec parsed, ParseLoraSpec(spec));
+  return LoadFor(parsed, model);
+}
+
 Status LoraAdapter::CheckFits(const Model& model) const {
   if (layers_.size() != static_cast<size_t>(model.config().num_layers))
     return InvalidArgument(dir_ + ": LoRA adapter loaded for " + std::to_string(layers_.size()) + " layers, the model has " +

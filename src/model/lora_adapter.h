@@ -59,6 +59,8 @@ class LoraAdapter {
   }
   // Load, then CheckFits: the adapter every front end (CLI, C API, server) runs over `model`.
   static Result<std::shared_ptr<const LoraAdapter>> LoadFor(const LoraSpec& spec, const Model& model);
+  // The same from the "DIR[:SCALE]" text of `--lora` (ParseLoraSpec); "" is no adapter (null).
+  static Result<std::shared_ptr<const LoraAdapter>> LoadFor(const std::string& spec, const Model& model);
 
   // Projection `index` (LayerWeights::kProjectionNames order) of layer `layer`.
   const LoraProjection& projection(int layer, size_t index) const {

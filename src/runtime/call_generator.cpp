@@ -14,7 +14,6 @@ CallGenerator::CallGenerator(const ConstraintVocab& vocab, const CallGrammar& gr
       scratch_(vocab.NewScratch(CallMatcher(&grammar))),
       mask_((static_cast<size_t>(vocab_size) + 63) / 64),
       cache_(cache) {
-  allowed_.reserve(static_cast<size_t>(vocab_size));
   pending_.reserve(4096);
   for (const CallGrammar::Node& node : grammar_.nodes())
     if (node.kind == CallGrammar::Kind::kEnum)
@@ -23,89 +22,73 @@ CallGenerator::CallGenerator(const ConstraintVocab& vocab, const CallGrammar& gr
   enum_values_.erase(std::unique(enum_values_.begin(), enum_values_.end()), enum_values_.end());
 }
 
+// The decode loop. Each turn of it either appends the grammar's forced continuation (jump-forward)
+// or makes one pass over the model: the tokens pending, then, when drafting, guessed tokens with
+// the forced runs they lead to, a head before each guess and one after them all
+// (call_generator_pass.cpp). Without drafts a pass has one head: plain constrained decoding.
 Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt, const ConstrainedOptions& opt,
                                std::vector<int32_t>* out, ConstrainedStats* stats) {
-  if (opt.draft && opt.jump_forward && opt.max_draft > 0) return GenerateDrafted(session, prompt, opt, out, stats);
-  matcher_ = CallMatcher(&grammar_);
-  ChoiceHook* hook = opt.choice_hook;
-  if (hook) hook->Start();
+  const bool drafting = opt.draft && opt.jump_forward && opt.max_draft > 0;
+  StartTurn(prompt, opt, drafting, out);
   ConstrainedStats st;
-  out->clear();
-  pending_.assign(prompt.begin(), prompt.end());
-  size_t forced_next = 0;  // tokens of forced_ already emitted (jump-forward off)
-  forced_.clear();
-
+  size_t forced_next = 0;  // jump-forward off: tokens of forced_ already chosen by their own head
   while (!matcher_.Done() && out->size() < opt.max_tokens) {
     if (forced_next >= forced_.size()) {
       vocab_.ForcedTokens(matcher_, &forced_);
       forced_next = 0;
     }
     if (!forced_.empty() && opt.jump_forward) {
-      // Append the whole forced run; it is evaluated with the next head step's batch. The token cap
-      // holds inside a run too, so a limit gives the same tokens with jump-forward on or off.
-      for (int32_t id : forced_) {
-        if (out->size() >= opt.max_tokens) break;
-        if (!vocab_.FeedToken(matcher_, id)) return Internal("forced token refused by the grammar");
-        if (hook) FGEMMA_RETURN_IF_ERROR(hook->Appended(id));
-        out->push_back(id);
-        pending_.push_back(id);
-        if (opt.on_token && !opt.on_token(id)) return Status(ErrorCode::kCancelled, "generation cancelled");
-      }
-      st.forced_tokens += forced_.size();
+      // The whole forced run, evaluated with the next pass. The token cap holds inside a run too, so
+      // a limit gives the same tokens with jump-forward on or off.
+      FGEMMA_RETURN_IF_ERROR(AppendForced(opt, out, &st));
       forced_.clear();
       continue;
     }
-    // One head step. The allowed set is either the next forced token or the grammar's choice.
-    const ConstraintVocab::TextSet* text = nullptr;
-    if (!forced_.empty()) {
-      allowed_.assign(1, forced_[forced_next++]);
-    } else {
-      GrammarAllowed(matcher_, &allowed_, &text);
-      if (allowed_.empty() && (text == nullptr || text->count == 0))
-        return Internal("grammar allows no token (constraint compiler bug)");
-    }
-    const size_t allowed_count = allowed_.size() + (text ? text->count : 0);
-    HeadRequest head;
-    head.index = pending_.size() - 1;
-    const bool restrict = opt.restricted_head && allowed_count <= opt.restricted_max;
-    if (restrict && text != nullptr) {  // a small vocabulary: list the free-text set's ids too
-      for (size_t w = 0; w < text->mask.size(); ++w) {
-        for (uint64_t bits = text->mask[w]; bits != 0; bits &= bits - 1)
-          allowed_.push_back(static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits))));
-      }
-    }
-    if (restrict) {
-      head.candidates = allowed_;
-      st.head_rows += allowed_.size();
-      ++st.restricted_steps;
-    } else {
-      std::fill(mask_.begin(), mask_.end(), 0);
-      if (text != nullptr) std::copy_n(text->mask.begin(), std::min(text->mask.size(), mask_.size()), mask_.begin());
-      for (int32_t id : allowed_) mask_[static_cast<uint32_t>(id) >> 6] |= 1ull << (id & 63);
-      head.allowed_mask = mask_.data();
-      st.head_rows += static_cast<size_t>(session.model().config().vocab_size);
-    }
-    if (pending_.empty()) return Internal("constrained step with nothing to evaluate");
-    FGEMMA_RETURN_IF_ERROR(session.Evaluate(pending_, std::span<HeadRequest>(&head, 1)));
-    ++st.model_calls;
-    ++st.head_steps;
-    int32_t token = head.argmax;
-    if (hook) {
-      HeadChoice choice;
-      choice.argmax = head.argmax;
-      if (restrict) choice.candidates = allowed_;
-      else choice.allowed_mask = mask_.data();
-      FGEMMA_TRY(token, hook->Choose(choice));
-      if (!choice.Allows(token)) return InvalidArgument("choice hook took token " + std::to_string(token) + ", which the grammar does not allow");
-      FGEMMA_RETURN_IF_ERROR(hook->Appended(token));
-    }
-    if (!vocab_.FeedToken(matcher_, token)) return Internal("head chose a token outside the allowed set");
-    out->push_back(token);
-    pending_.assign(1, token);
-    if (opt.on_token && !opt.on_token(token)) return Status(ErrorCode::kCancelled, "generation cancelled");
+    // With jump-forward off a forced token is the only one its head may choose.
+    const int32_t* forced = forced_.empty() ? nullptr : &forced_[forced_next++];
+    FGEMMA_RETURN_IF_ERROR(RunPass(session, opt, drafting, forced, out, &st));
   }
   st.tokens = out->size();
   if (stats) *stats = st;
+  return Status::Ok();
+}
+
+void CallGenerator::StartTurn(std::span<const int32_t> prompt, const ConstrainedOptions& opt, bool drafting,
+                              std::vector<int32_t>* out) {
+  matcher_ = CallMatcher(&grammar_);
+  if (opt.choice_hook) opt.choice_hook->Start();
+  out->clear();
+  written_.clear();
+  forced_.clear();
+  pending_.assign(prompt.begin(), prompt.end());
+  const size_t max_slots = drafting ? opt.max_draft + 1 : 1;
+  if (slots_.empty()) {  // the pass's own head: room for any allowed set, so decoding never allocates
+    slots_.emplace_back(&grammar_);
+    slots_[0].ids.reserve(mask_.size() * 64);
+  }
+  if (slots_.size() < max_slots) slots_.resize(max_slots, HeadSlot(&grammar_));
+  if (heads_.size() < max_slots) heads_.resize(max_slots);
+  if (drafting)
+    NameTool(opt.draft_anchored < opt.draft_sources.size() ? std::string_view(opt.draft_sources[opt.draft_anchored])
+                                                           : std::string_view());
+}
+
+Status CallGenerator::AppendToken(const ConstrainedOptions& opt, int32_t id, std::vector<int32_t>* out) {
+  if (opt.choice_hook) FGEMMA_RETURN_IF_ERROR(opt.choice_hook->Appended(id));
+  out->push_back(id);
+  written_ += vocab_.TokenText(id);
+  if (opt.on_token && !opt.on_token(id)) return Status(ErrorCode::kCancelled, "generation cancelled");
+  return Status::Ok();
+}
+
+Status CallGenerator::AppendForced(const ConstrainedOptions& opt, std::vector<int32_t>* out, ConstrainedStats* st) {
+  for (int32_t id : forced_) {
+    if (out->size() >= opt.max_tokens) break;
+    if (!vocab_.FeedToken(matcher_, id)) return Internal("forced token refused by the grammar");
+    FGEMMA_RETURN_IF_ERROR(AppendToken(opt, id, out));
+    pending_.push_back(id);
+  }
+  st->forced_tokens += forced_.size();
   return Status::Ok();
 }
 

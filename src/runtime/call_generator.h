@@ -8,6 +8,7 @@
 // takes the argmax over the same allowed set (a forced token is the only allowed one).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -151,10 +152,7 @@ class CallGenerator {
   bool finished() const { return matcher_.Done(); }
 
  private:
-  // The drafting form of Generate (call_generator_draft.cpp).
-  Status GenerateDrafted(Session& session, std::span<const int32_t> prompt, const ConstrainedOptions& options,
-                         std::vector<int32_t>* out, ConstrainedStats* stats);
-  // One head of a drafted pass: its grammar state's allowed set, restricted or as a mask.
+  // One head of a pass: its grammar state's allowed set, restricted or as a mask.
   struct HeadSlot {
     explicit HeadSlot(const CallGrammar* grammar) : state(grammar) {}
     CallMatcher state;
@@ -162,6 +160,47 @@ class CallGenerator {
     std::vector<uint64_t> mask;
     bool restricted = false;
   };
+  // The clock of a traced pass (DraftPassTrace's parts): reads no clock when nobody traces.
+  class PassTimer {
+   public:
+    explicit PassTimer(bool on) : on_(on) { Lap(); }
+    bool on() const { return on_; }
+    void Lap() {
+      if (on_ && laps_ < kLaps) marks_[laps_++] = Clock::now();
+    }
+    double Ms(size_t from, size_t to) const { return on_ ? Between(marks_[from], marks_[to]) : 0; }
+    double MsSince(size_t from) const { return on_ ? Between(marks_[from], Clock::now()) : 0; }
+
+   private:
+    using Clock = std::chrono::steady_clock;
+    static constexpr size_t kLaps = 4;
+    static double Between(Clock::time_point a, Clock::time_point b) {
+      return std::chrono::duration<double, std::milli>(b - a).count();
+    }
+    bool on_;
+    size_t laps_ = 0;
+    Clock::time_point marks_[kLaps];
+  };
+  // The decode loop's steps (call_generator.cpp): a new turn's state; a token appended to the
+  // output (hook, text, on_token); the forced run in forced_ appended whole (jump-forward).
+  void StartTurn(std::span<const int32_t> prompt, const ConstrainedOptions& opt, bool drafting, std::vector<int32_t>* out);
+  Status AppendToken(const ConstrainedOptions& opt, int32_t id, std::vector<int32_t>* out);
+  Status AppendForced(const ConstrainedOptions& opt, std::vector<int32_t>* out, ConstrainedStats* st);
+  // One pass over the model (call_generator_pass.cpp): the pending tokens and, when drafting, a
+  // guess; its heads are read and the positions they reject rewound. `forced` (jump-forward off):
+  // the only token the pass's head may choose.
+  Status RunPass(Session& session, const ConstrainedOptions& opt, bool drafting, const int32_t* forced,
+                 std::vector<int32_t>* out, ConstrainedStats* st);
+  // Fills slot.ids / slot.mask and `head` for a head in slot.state (or allowing `forced` alone).
+  Status PrepareHead(HeadSlot& slot, const int32_t* forced, const ConstrainedOptions& opt, const Session& session,
+                     HeadRequest* head, ConstrainedStats* st);
+  // The head's choice, or the ChoiceHook's (checked against the slot's allowed set).
+  Result<int32_t> ChooseToken(const ConstrainedOptions& opt, const HeadSlot& slot, int32_t argmax);
+  // Reads the pass's heads in order and keeps what they confirm; *kept: positions of the batch kept.
+  Status ReadHeads(Session& session, const ConstrainedOptions& opt, size_t n_slots, std::vector<int32_t>* out,
+                   ConstrainedStats* st, size_t* kept);
+  // Hands the pass to ConstrainedOptions::on_draft_pass.
+  void TracePass(const ConstrainedOptions& opt, size_t n_slots, size_t kept, size_t accepted, const PassTimer& timer);
   // Extends batch_ with guessed tokens and their forced runs (at most `room` positions), adding a
   // head slot after each guess; returns the number of slots (call_generator_guess.cpp).
   size_t BuildGuess(const ConstrainedOptions& opt, size_t room);
@@ -204,16 +243,12 @@ class CallGenerator {
                       GuessRun* run) const;
   // The tool whose name the utterance (`text`) mentions best, "" when none stands out.
   void NameTool(std::string_view text);
-  // Fills slot.ids / slot.mask and `head` for a head in slot.state.
-  Status PrepareHead(HeadSlot& slot, const ConstrainedOptions& opt, const Session& session, HeadRequest* head,
-                     ConstrainedStats* st);
   // *ids and *text := the grammar's allowed tokens in state `m`, through the structural-state cache.
   void GrammarAllowed(const CallMatcher& m, std::vector<int32_t>* ids, const ConstraintVocab::TextSet** text);
   const ConstraintVocab& vocab_;
   const CallGrammar& grammar_;
   CallMatcher matcher_;
   ConstraintVocab::Scratch scratch_;
-  std::vector<int32_t> allowed_;
   std::vector<int32_t> forced_;
   std::vector<int32_t> pending_;
   std::vector<uint64_t> mask_;

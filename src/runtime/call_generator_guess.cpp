@@ -1,4 +1,4 @@
-// CallGenerator's guesser: the tokens a drafted pass verifies (call_generator_draft.cpp runs them).
+// CallGenerator's guesser: the tokens a drafted pass verifies (call_generator_pass.cpp runs them).
 //
 // A guess is built from candidates (runtime/draft_lookup.h), each checked token by token against
 // the grammar, with the forced runs the grammar appends after every guessed token. Where a

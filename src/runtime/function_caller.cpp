@@ -1,6 +1,8 @@
 #include "runtime/function_caller.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "runtime/catalog_cache.h"
@@ -28,6 +30,13 @@ Result<std::unique_ptr<FunctionCaller>> FunctionCaller::Create(const LoadedModel
   // Refused up front: a cache path that is a device, FIFO, directory or symlink would otherwise be
   // opened for reading (a FIFO blocks) and replaced by a regular file when the cache is written.
   if (!options.cache_path.empty()) FGEMMA_RETURN_IF_ERROR(CheckReplaceableFile(options.cache_path).WithContext("catalog cache"));
+  if (!options.cache_dir.empty()) {
+    if (!options.cache_path.empty()) return InvalidArgument("catalog cache: a file and a directory given; use one");
+    std::error_code ec;
+    std::filesystem::create_directory(options.cache_dir, ec);
+    if (!std::filesystem::is_directory(options.cache_dir))
+      return IoError("catalog cache directory " + options.cache_dir + ": " + (ec ? ec.message() : "not a directory"));
+  }
   FGEMMA_RETURN_IF_ERROR(CheckThreadCount(options.threads, "threads"));
   // 0 would be a context no prompt fits: every call refused. The model's maximum is checked below.
   if (options.context == 0) return InvalidArgument("context: 0 positions (at least 1, at most the model's max_position_embeddings)");
@@ -49,6 +58,19 @@ Result<std::unique_ptr<FunctionCaller>> FunctionCaller::Create(const LoadedModel
 
 std::vector<std::string> FunctionCaller::TakeWarnings() { return std::exchange(warnings_, {}); }
 
+std::string FunctionCaller::CacheFileFor(uint64_t hash) {
+  if (options_.cache_dir.empty()) return options_.cache_path;
+  char name[40];
+  std::snprintf(name, sizeof(name), "catalog-%016llx.fgcache", static_cast<unsigned long long>(hash));
+  std::string path = options_.cache_dir + "/" + name;
+  // The same refusal as for cache_path at Create (a FIFO or symlink planted in the directory).
+  if (Status st = CheckReplaceableFile(path); !st.ok()) {
+    warnings_.push_back("catalog cache file skipped: " + st.message());
+    return "";
+  }
+  return path;
+}
+
 Status FunctionCaller::PreparePrefix(const std::vector<int32_t>& prefix, std::span<const int32_t> remainder,
                                      CallTiming* timing) {
   const double t0 = NowSeconds();
@@ -62,8 +84,9 @@ Status FunctionCaller::PreparePrefix(const std::vector<int32_t>& prefix, std::sp
     ++catalog_generation_;  // whatever happens below, work_ no longer derives from catalog_
     catalog_->Reset();
     std::string rejected;
-    if (!options_.cache_path.empty() && FileExists(options_.cache_path)) {
-      Status st = LoadCatalogCache(options_.cache_path, *catalog_, hash, prefix.size());
+    const std::string cache = CacheFileFor(hash);
+    if (!cache.empty() && FileExists(cache)) {
+      Status st = LoadCatalogCache(cache, *catalog_, hash, prefix.size());
       if (st.ok()) {
         timing->cache_hit = true;
         timing->cache_source = "file";
@@ -77,8 +100,8 @@ Status FunctionCaller::PreparePrefix(const std::vector<int32_t>& prefix, std::sp
       FGEMMA_RETURN_IF_ERROR(catalog_->Evaluate(prefix));
       timing->evaluated_tokens += prefix.size();
       timing->cache_source = rejected.empty() ? "built" : "built (file rejected: " + rejected + ")";
-      if (!options_.cache_path.empty()) {
-        Status st = SaveCatalogCache(options_.cache_path, *catalog_, hash);
+      if (!cache.empty()) {
+        Status st = SaveCatalogCache(cache, *catalog_, hash);
         if (!st.ok()) warnings_.push_back("could not write catalog cache: " + st.message());
       }
     }
@@ -277,6 +300,7 @@ Json CallOutcomeToJson(const CallOutcome& o) {
   const CallTiming& t = o.timing;
   Json j = {{"calls", calls},
             {"text", o.parsed.text.empty() ? Json(nullptr) : Json(o.parsed.text)},
+            {"finish_reason", FinishReasonName(o.finish_reason)},
             {"timing",
              {{"total_ms", t.total_ms},
               {"prefix_ms", t.prefix_ms},

@@ -32,6 +32,10 @@ struct FunctionCallerOptions {
   std::shared_ptr<PassBatcher> batcher;
   size_t context = 4096;           // positions per session
   std::string cache_path;          // catalog cache file ("" = memory only)
+  // A directory of catalog cache files, one a catalog (catalog-<hash>.fgcache): for a caller that
+  // meets many catalogs (eval), so each is restored by a later run instead of prefilled again.
+  // Created if missing; not with cache_path.
+  std::string cache_dir;
   GrammarLimits limits;
   // max_tokens is the default cap (a request's limits.max_tokens replaces it); on_token is set by
   // Call for each request (CallRequest::on_token).
@@ -101,6 +105,9 @@ class FunctionCaller {
   // many of the first tokens of `remainder` as it can keep from the previous request (at most all
   // but the last, whose logits the call needs): their count is timing->reused_tokens.
   Status PreparePrefix(const std::vector<int32_t>& prefix, std::span<const int32_t> remainder, CallTiming* timing);
+  // The cache file of the catalog whose prefix hashes to `hash`: cache_path, or its file in
+  // cache_dir ("" = none, or a file there that may not be replaced: a warning says so).
+  std::string CacheFileFor(uint64_t hash);
   // Compiles the grammar of the request's tools and tool_choice unless it is the last one's.
   Status PrepareGrammar(const CallRequest& call);
   // The prompt's ids: the catalog prefix into prefix_ids_ (kept while it renders the same), the

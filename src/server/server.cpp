@@ -340,10 +340,7 @@ http::LoopOptions LoopOptionsFor(const ServerOptions& options) {
 Status Server::Impl::AddVariant(const LoadedModel& loaded, const FunctionCallerOptions& base, const std::string& name,
                                 const std::string& lora) {
   FunctionCallerOptions fo = base;
-  if (!lora.empty()) {
-    FGEMMA_TRY(LoraSpec spec, ParseLoraSpec(lora));
-    FGEMMA_TRY(fo.lora, LoraAdapter::LoadFor(spec, *loaded.model));
-  }
+  FGEMMA_TRY(fo.lora, LoraAdapter::LoadFor(lora, *loaded.model));
   Variant v;
   v.name = name;
   if (options.batch && options.sessions > 1) {

@@ -100,6 +100,7 @@ TEST_F(CapiTest, NamedToolChoiceAsJsonObject) {
   auto j = fgemma::Json::parse(json);
   ASSERT_EQ(j["calls"].size(), 1u);
   EXPECT_EQ(j["calls"][0]["name"], "set_lights");
+  EXPECT_EQ(j["finish_reason"], "tool_calls");  // the outcome says why it ended, as the server does
   fgemma_caller_free(c);
 }
 

@@ -290,6 +290,32 @@ TEST(Drafts, NamedToolAndWholeWordValuesAreGuessed) {
               one.model_calls, chained.model_calls);
 }
 
+// The named-tool and chain rules, each turned off alone: the tool the utterance names is guessed
+// before the earlier call's tool (a refused "play_music" otherwise), and a guess goes on from a new
+// lookup where its source ends (the name, then the utterance's words, then the close, in one pass).
+// Tokens equal decoding without drafts either way.
+TEST(Drafts, NamedToolAndChainRulesEachSavePasses) {
+  const OrderedJson tools = OrderedJson::parse(R"([
+    {"type":"function","function":{"name":"set_lights","description":"d","parameters":{"type":"object",
+      "properties":{"room":{"type":"string","enum":["kitchen","bedroom"]},"on":{"type":"boolean"}},"required":["room","on"]}}},
+    {"type":"function","function":{"name":"play_music","description":"d","parameters":{"type":"object",
+      "properties":{"query":{"type":"string"}},"required":["query"]}}}])");
+  const std::string utterance = "turn on the bedroom lights";
+  const std::string output =
+      "<start_function_call>call:set_lights{on:true,room:<escape>bedroom<escape>}<end_function_call><start_function_response>";
+  for (const auto& [rule, name] : {std::pair{kGuessNamedTool, "named tool"}, std::pair{kGuessChain, "chain"}}) {
+    ScriptedCall call(tools, utterance, output,
+                      "<start_function_call>call:play_music{query:<escape>jazz<escape>}<end_function_call><start_function_response>");
+    const RuleRuns r = RunWithAndWithout(call, rule, output, name);
+    EXPECT_LE(r.with.model_calls, r.without.model_calls) << name;
+    EXPECT_TRUE(r.with.model_calls < r.without.model_calls || RuleRuns::Refused(r.with) < RuleRuns::Refused(r.without))
+        << name;
+    std::printf("%s rule: %zu passes without drafts, %zu without the rule, %zu with it (refused guesses %zu -> %zu)\n",
+                name, r.plain.model_calls, r.without.model_calls, r.with.model_calls, RuleRuns::Refused(r.without),
+                RuleRuns::Refused(r.with));
+  }
+}
+
 // The close rule: after the last value the utterance says (a number ending it, a copied time
 // string with no key sorting after it), the call's '}' and the tokens after it are guessed in the
 // same pass instead of an earlier call's ','. The utterance's own text guesses on in a string value

@@ -1,7 +1,7 @@
 // Issue #30, finding 7, through `fgemma serve`: --threads had no bound (2000 made 2,000 threads),
 // `serve --context 0` started and refused every request, and durations read "nan" or "inf". Each is
 // now refused before any work, naming the option. `timeout` turns a server that starts into exit 124.
-// (Here, not in tests/core: the cross builds' CLI has no `serve`.)
+// (Here, not in tests/cli: the cross builds' CLI has no `serve`.)
 #include <gtest/gtest.h>
 
 #include <string>

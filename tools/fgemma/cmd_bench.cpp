@@ -60,7 +60,7 @@ int RunBench(const BenchArgs& a) {
                          std::max(a.decode_steps, a.pass_rows.empty() ? size_t{0} : *std::max_element(a.pass_rows.begin(), a.pass_rows.end())) + 1;
   SessionOptions so;
   so.threads = a.threads;
-  auto lora = LoadLoraOption(a.lora, *m);
+  auto lora = LoraAdapter::LoadFor(a.lora, *m);
   if (!lora.ok()) return Fail(lora.status().ToString());
   so.lora = std::move(lora).value();
   so.context = std::min<size_t>(max_ctx, static_cast<size_t>(m->config().max_position_embeddings));

@@ -37,7 +37,7 @@ int RunCall(const CallArgs& a) {
   fo.decoding.draft = !a.no_draft;
   fo.reuse_prompt = !a.no_prompt_reuse;
   fo.trust_content_tokens = a.trust_content_tokens;
-  auto lora = LoadLoraOption(a.lora, *loaded->model);
+  auto lora = LoraAdapter::LoadFor(a.lora, *loaded->model);
   if (!lora.ok()) return Fail(lora.status().ToString());
   fo.lora = std::move(lora).value();
   auto caller = FunctionCaller::Create(loaded.value(), fo);

@@ -172,7 +172,7 @@ int RunDemo(const DemoArgs& a) {
   FunctionCallerOptions fo;
   fo.threads = a.threads;
   fo.cache_path = cache + "/" + plan.cache_name;
-  auto lora = LoadLoraOption(plan.lora, *loaded->model);
+  auto lora = LoraAdapter::LoadFor(plan.lora, *loaded->model);
   if (!lora.ok()) return Fail(lora.status().ToString());
   fo.lora = std::move(lora).value();
   auto caller = FunctionCaller::Create(loaded.value(), fo);

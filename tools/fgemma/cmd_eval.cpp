@@ -14,7 +14,7 @@ namespace fgemma::cli {
 namespace {
 
 struct EvalArgs {
-  std::string model, data, tokenizer, out, lora;
+  std::string model, data, tokenizer, out, lora, cache_dir;
   EvalSelection selection;
   EvalOptions options;
   int threads = 0;
@@ -42,8 +42,9 @@ int RunEval(const EvalArgs& a) {
   FunctionCallerOptions fo;
   fo.threads = a.threads;
   fo.context = a.context;
+  fo.cache_dir = a.cache_dir;
   // A fine-tune shipped as an adapter is evaluated over the base, as the app will run it.
-  auto lora = LoadLoraOption(a.lora, *loaded->model);
+  auto lora = LoraAdapter::LoadFor(a.lora, *loaded->model);
   if (!lora.ok()) return Fail(lora.status().ToString());
   fo.lora = std::move(lora).value();
   auto caller = FunctionCaller::Create(loaded.value(), fo);
@@ -89,6 +90,9 @@ const CommandRegistration kEval(55, [](CLI::App& app) -> std::function<int()> {
   AddThreadsOption(cmd, &a->threads, "threads (default: all cores)");
   cmd->add_option("--context", a->context, "positions per row (default 4096)");
   cmd->add_option("--tokenizer", a->tokenizer, "tokenizer.json or directory (default: beside the model / in the GGUF)");
+  cmd->add_option("--cache-dir", a->cache_dir,
+                  "keep each catalog's prefilled state in this directory (one file a catalog, bound to the model, "
+                  "adapter and thread count): a later eval restores it instead of prefilling again");
   return [a] { return RunEval(*a); };
 });
 

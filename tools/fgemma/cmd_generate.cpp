@@ -73,7 +73,7 @@ int RunGenerate(const GenerateArgs& a) {
                 std::to_string(m->config().vocab_size));
   SessionOptions so;
   so.threads = a.threads;
-  auto lora = LoadLoraOption(a.lora, *m);
+  auto lora = LoraAdapter::LoadFor(a.lora, *m);
   if (!lora.ok()) return Fail(lora.status().ToString());
   so.lora = std::move(lora).value();
   so.context = a.context ? a.context

@@ -58,7 +58,7 @@ int RunScore(const ScoreArgs& a) {
   std::shared_ptr<const Model> m(std::move(model).value());
   SessionOptions so;
   so.threads = a.threads;
-  auto lora = LoadLoraOption(a.lora, *m);
+  auto lora = LoraAdapter::LoadFor(a.lora, *m);
   if (!lora.ok()) return Fail(lora.status().ToString());
   so.lora = std::move(lora).value();
   so.context = std::max<size_t>(ids->size(), 64);

@@ -8,10 +8,5 @@ void AddLoraOption(CLI::App* cmd, std::string* spec) {
                   "time over the base; DIR:SCALE multiplies its update (default 1)");
 }
 
-Result<std::shared_ptr<const LoraAdapter>> LoadLoraOption(const std::string& spec, const Model& model) {
-  if (spec.empty()) return std::shared_ptr<const LoraAdapter>();
-  FGEMMA_TRY(LoraSpec parsed, ParseLoraSpec(spec));
-  return LoraAdapter::LoadFor(parsed, model);
-}
 
 }  // namespace fgemma::cli

@@ -9,10 +9,7 @@
 
 namespace fgemma::cli {
 
-// Adds --lora to `cmd`, storing its text in `spec`.
+// Adds --lora to `cmd`, storing its text in `spec` (loaded by LoraAdapter::LoadFor(spec, model)).
 void AddLoraOption(CLI::App* cmd, std::string* spec);
-
-// The adapter `spec` names, checked against `model` (null when spec is empty).
-Result<std::shared_ptr<const LoraAdapter>> LoadLoraOption(const std::string& spec, const Model& model);
 
 }  // namespace fgemma::cli

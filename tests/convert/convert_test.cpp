@@ -12,7 +12,7 @@
 
 #include "io/gguf.h"
 #include "util/weight_types.h"
-#include "io_test_util.h"
+#include "io/io_test_util.h"
 #include "model/model.h"
 #include "runtime/session.h"
 #include "util/mapped_file.h"

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "chat_test_util.h"
+#include "chat/chat_test_util.h"
 #include "test_support.h"
 #include "util/mapped_file.h"
 

@@ -152,6 +152,34 @@ TEST(CliEval, JsonReportAndRows) {
   EXPECT_EQ(j["decoding"]["passes_per_row"].get<double>(), static_cast<double>(row_passes) / 6);
 }
 
+// --cache-dir: a second eval of the same rows restores every catalog from its file instead of
+// prefilling it, and answers the same; a path that is not a directory is refused before any row.
+TEST(CliEval, CacheDirRestoresEachCatalogWithTheSameAnswers) {
+  const std::string dir = test::TempDir(), cache = dir + "/catalogs";
+  auto run = [&](const std::string& out_path, std::string* out) {
+    return test::RunCommand(EvalCommand("--data " + Sample() + " --limit 8 --json --cache-dir " + cache + " --out " +
+                                        out_path + " 2>/dev/null"),
+                            out);
+  };
+  std::string first, second;
+  ASSERT_EQ(run(dir + "/first.jsonl", &first), 0) << first;
+  ASSERT_EQ(run(dir + "/second.jsonl", &second), 0) << second;
+  const Json a = Json::parse(first), b = Json::parse(second);
+  ASSERT_GE(a["catalogs"]["built"].get<int>(), 2);  // rows of more than one tool list
+  EXPECT_EQ(a["catalogs"]["restored"], 0);
+  EXPECT_EQ(b["catalogs"]["built"], 0);
+  EXPECT_EQ(b["catalogs"]["restored"], a["catalogs"]["built"]);
+  const std::vector<Json> rows_a = JsonLines(ReadFileToString(dir + "/first.jsonl").value());
+  const std::vector<Json> rows_b = JsonLines(ReadFileToString(dir + "/second.jsonl").value());
+  ASSERT_EQ(rows_a.size(), rows_b.size());
+  for (size_t i = 0; i < rows_a.size(); ++i) EXPECT_EQ(rows_a[i]["got"], rows_b[i]["got"]) << "row " << i;
+  std::string refused;
+  EXPECT_EQ(test::RunCommand(EvalCommand("--data " + Sample() + " --limit 1 --cache-dir " + dir + "/first.jsonl 2>&1"),
+                             &refused),
+            1);
+  EXPECT_NE(refused.find("catalog cache directory"), std::string::npos) << refused;
+}
+
 // --lora evaluates the fine-tune as the app runs it (the adapter over the base): the report names
 // the adapter, its outputs are the adapter's (they differ from the base's on this model), and a
 // bad adapter is refused before any row runs.

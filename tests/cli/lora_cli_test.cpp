@@ -13,7 +13,6 @@
 namespace fgemma {
 namespace {
 
-std::string Cli() { return test::CliPath(); }
 Json LoraGolden(const std::string& name) { return ReadJsonFile(test::FixturePath("lora/" + name)).value(); }
 
 // Merges the adapter into a copy of every adapted projection (AddLoraRow, what convert --lora
@@ -67,7 +66,7 @@ TEST(LoraCli, ScoreAndGenerateWithAnAdapterMatchTheReference) {
                     lora = test::FixturePath("lora/tiny-gqa-lora-s11");
   ASSERT_TRUE(WriteStringToFile(dir + "/ids.json", golden["tokens"].dump()).ok());
   std::string out;
-  ASSERT_EQ(test::RunCommand(Cli() + " score --model " + model + " --lora " + lora + " --ids " + dir +
+  ASSERT_EQ(test::RunCommand(test::CliPath() + " score --model " + model + " --lora " + lora + " --ids " + dir +
                                  "/ids.json --positions 39 --top 5",
                              &out),
             0)
@@ -79,7 +78,7 @@ TEST(LoraCli, ScoreAndGenerateWithAnAdapterMatchTheReference) {
   for (auto& t : golden["greedy"]["prompt"]) ids += std::to_string(t.get<int>()) + " ";
   ASSERT_TRUE(WriteStringToFile(dir + "/prompt.txt", ids).ok());
   out.clear();  // RunCommand appends
-  ASSERT_EQ(test::RunCommand(Cli() + " generate --model " + model + " --lora " + lora + " --ids " + dir +
+  ASSERT_EQ(test::RunCommand(test::CliPath() + " generate --model " + model + " --lora " + lora + " --ids " + dir +
                                  "/prompt.txt --max-new " + std::to_string(golden["greedy"]["tokens"].size()),
                              &out),
             0);
@@ -87,7 +86,7 @@ TEST(LoraCli, ScoreAndGenerateWithAnAdapterMatchTheReference) {
 
   // DIR:0 is the base: its logits differ from the adapter's.
   out.clear();
-  ASSERT_EQ(test::RunCommand(Cli() + " score --model " + model + " --lora " + lora + ":0 --ids " + dir +
+  ASSERT_EQ(test::RunCommand(test::CliPath() + " score --model " + model + " --lora " + lora + ":0 --ids " + dir +
                                  "/ids.json --positions 39 --top 1",
                              &out),
             0);
@@ -100,11 +99,11 @@ TEST(LoraCli, BadAdaptersAreClearErrors) {
   const std::string dir = test::TempDir();
   ASSERT_TRUE(WriteStringToFile(dir + "/ids.txt", "2 3 4").ok());
   std::string out;
-  EXPECT_EQ(test::RunCommand(Cli() + " score --model " + model + " --lora " + dir + "/none --ids " + dir + "/ids.txt 2>&1", &out), 1);
+  EXPECT_EQ(test::RunCommand(test::CliPath() + " score --model " + model + " --lora " + dir + "/none --ids " + dir + "/ids.txt 2>&1", &out), 1);
   EXPECT_NE(out.find(dir + "/none"), std::string::npos) << out;
   out.clear();
   // The tiny-gqa adapter on tiny-mqa: a shape error naming the tensor.
-  EXPECT_EQ(test::RunCommand(Cli() + " generate --model " + model + " --lora " + test::FixturePath("lora/tiny-gqa-lora-s11") +
+  EXPECT_EQ(test::RunCommand(test::CliPath() + " generate --model " + model + " --lora " + test::FixturePath("lora/tiny-gqa-lora-s11") +
                                  " --ids " + dir + "/ids.txt 2>&1",
                              &out),
             1);
@@ -113,7 +112,7 @@ TEST(LoraCli, BadAdaptersAreClearErrors) {
 
 TEST(LoraCli, BenchNamesTheAdapter) {
   std::string out;
-  ASSERT_EQ(test::RunCommand(Cli() + " bench --model " + test::FixturePath("models/tiny-gqa-f32") + " --lora " +
+  ASSERT_EQ(test::RunCommand(test::CliPath() + " bench --model " + test::FixturePath("models/tiny-gqa-f32") + " --lora " +
                                  test::FixturePath("lora/tiny-gqa-lora-s11") +
                                  " --threads 1 --prefill 16 --decode-contexts 16 --decode-steps 4 --repetitions 1 --json",
                              &out),
@@ -131,7 +130,7 @@ TEST(LoraCli, ConvertMergesTheAdapter) {
   const std::string lora = test::FixturePath("lora/mini-lora-s14");
   std::string out;
   for (const char* type : {"f32", "q8_0"}) {
-    ASSERT_EQ(test::RunCommand(Cli() + " convert --model " + test::FixturePath("models/mini-bf16") + " --lora " + lora +
+    ASSERT_EQ(test::RunCommand(test::CliPath() + " convert --model " + test::FixturePath("models/mini-bf16") + " --lora " + lora +
                                    " --type " + type + " --out " + dir + "/merged-" + type + ".gguf",
                                &out),
               0)
@@ -161,7 +160,7 @@ TEST(LoraCli, ConvertMergesTheAdapter) {
   EXPECT_LT(worst, 0.4) << "merged q8_0 vs the float reference (q8_0 alone: ~0.23 on the base)";
 
   // A bad adapter fails before anything is written.
-  EXPECT_EQ(test::RunCommand(Cli() + " convert --model " + test::FixturePath("models/mini-bf16") + " --lora " +
+  EXPECT_EQ(test::RunCommand(test::CliPath() + " convert --model " + test::FixturePath("models/mini-bf16") + " --lora " +
                                  test::FixturePath("lora/tiny-gqa-lora-s11") + " --type q8_0 --out " + dir + "/bad.gguf 2>&1",
                              &out),
             1);
@@ -171,7 +170,7 @@ TEST(LoraCli, ConvertMergesTheAdapter) {
 
 TEST(LoraCli, CallWithAnAdapterAndCache) {
   const std::string dir = test::TempDir();
-  const std::string call = Cli() + " call --model " + test::FixturePath("models/mini-bf16") + " --tools " +
+  const std::string call = test::CliPath() + " call --model " + test::FixturePath("models/mini-bf16") + " --tools " +
                            test::FixturePath("chat/smart-home-tools.json") + " --threads 2 --tool-choice required --lora " +
                            test::FixturePath("lora/mini-lora-s14") + " --cache " + dir + "/c.kv 'turn on the kitchen lights'";
   std::string first, second;
@@ -192,7 +191,7 @@ namespace {
 TEST(LoraCli, SynthWritesAnAdapter) {
   const std::string dir = test::TempDir();
   std::string out;
-  ASSERT_EQ(test::RunCommand(Cli() + " synth --config tiny-gqa --seed 4 --lora-rank 16 --out " + dir + "/a", &out), 0) << out;
+  ASSERT_EQ(test::RunCommand(test::CliPath() + " synth --config tiny-gqa --seed 4 --lora-rank 16 --out " + dir + "/a", &out), 0) << out;
   auto model = Model::Load(test::FixturePath("models/tiny-gqa-f32")).value();
   auto lora = LoraAdapter::Load(dir + "/a", model->config());
   ASSERT_TRUE(lora.ok()) << lora.status().ToString();

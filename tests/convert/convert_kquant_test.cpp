@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "io/gguf.h"
-#include "io_test_util.h"
+#include "io/io_test_util.h"
 #include "convert/convert.h"
 #include "model/model.h"
 #include "runtime/session.h"
