@@ -28,8 +28,7 @@ CallGenerator::CallGenerator(const ConstraintVocab& vocab, const CallGrammar& gr
 // (call_generator_pass.cpp). Without drafts a pass has one head: plain constrained decoding.
 Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt, const ConstrainedOptions& opt,
                                std::vector<int32_t>* out, ConstrainedStats* stats) {
-  const bool drafting = opt.draft && opt.jump_forward && opt.max_draft > 0;
-  StartTurn(prompt, opt, drafting, out);
+  StartTurn(prompt, opt, out);
   ConstrainedStats st;
   size_t forced_next = 0;  // jump-forward off: tokens of forced_ already chosen by their own head
   while (!matcher_.Done() && out->size() < opt.max_tokens) {
@@ -46,29 +45,29 @@ Status CallGenerator::Generate(Session& session, std::span<const int32_t> prompt
     }
     // With jump-forward off a forced token is the only one its head may choose.
     const int32_t* forced = forced_.empty() ? nullptr : &forced_[forced_next++];
-    FGEMMA_RETURN_IF_ERROR(RunPass(session, opt, drafting, forced, out, &st));
+    FGEMMA_RETURN_IF_ERROR(RunPass(session, opt, forced, out, &st));
   }
   st.tokens = out->size();
   if (stats) *stats = st;
   return Status::Ok();
 }
 
-void CallGenerator::StartTurn(std::span<const int32_t> prompt, const ConstrainedOptions& opt, bool drafting,
-                              std::vector<int32_t>* out) {
+void CallGenerator::StartTurn(std::span<const int32_t> prompt, const ConstrainedOptions& opt, std::vector<int32_t>* out) {
+  drafting_ = opt.draft && opt.jump_forward && opt.max_draft > 0;
   matcher_ = CallMatcher(&grammar_);
   if (opt.choice_hook) opt.choice_hook->Start();
   out->clear();
   written_.clear();
   forced_.clear();
   pending_.assign(prompt.begin(), prompt.end());
-  const size_t max_slots = drafting ? opt.max_draft + 1 : 1;
+  const size_t max_slots = drafting_ ? opt.max_draft + 1 : 1;
   if (slots_.empty()) {  // the pass's own head: room for any allowed set, so decoding never allocates
     slots_.emplace_back(&grammar_);
     slots_[0].ids.reserve(mask_.size() * 64);
   }
   if (slots_.size() < max_slots) slots_.resize(max_slots, HeadSlot(&grammar_));
   if (heads_.size() < max_slots) heads_.resize(max_slots);
-  if (drafting)
+  if (drafting_)
     NameTool(opt.draft_anchored < opt.draft_sources.size() ? std::string_view(opt.draft_sources[opt.draft_anchored])
                                                            : std::string_view());
 }
@@ -76,16 +75,20 @@ void CallGenerator::StartTurn(std::span<const int32_t> prompt, const Constrained
 Status CallGenerator::AppendToken(const ConstrainedOptions& opt, int32_t id, std::vector<int32_t>* out) {
   if (opt.choice_hook) FGEMMA_RETURN_IF_ERROR(opt.choice_hook->Appended(id));
   out->push_back(id);
-  written_ += vocab_.TokenText(id);
+  if (drafting_) written_ += vocab_.TokenText(id);  // what the guesser reads; plain decoding needs no text
   if (opt.on_token && !opt.on_token(id)) return Status(ErrorCode::kCancelled, "generation cancelled");
   return Status::Ok();
+}
+
+Status CallGenerator::AppendForcedToken(const ConstrainedOptions& opt, int32_t id, std::vector<int32_t>* out) {
+  if (!vocab_.FeedToken(matcher_, id)) return Internal("forced token refused by the grammar");
+  return AppendToken(opt, id, out);
 }
 
 Status CallGenerator::AppendForced(const ConstrainedOptions& opt, std::vector<int32_t>* out, ConstrainedStats* st) {
   for (int32_t id : forced_) {
     if (out->size() >= opt.max_tokens) break;
-    if (!vocab_.FeedToken(matcher_, id)) return Internal("forced token refused by the grammar");
-    FGEMMA_RETURN_IF_ERROR(AppendToken(opt, id, out));
+    FGEMMA_RETURN_IF_ERROR(AppendForcedToken(opt, id, out));
     pending_.push_back(id);
   }
   st->forced_tokens += forced_.size();

@@ -182,15 +182,17 @@ class CallGenerator {
     Clock::time_point marks_[kLaps];
   };
   // The decode loop's steps (call_generator.cpp): a new turn's state; a token appended to the
-  // output (hook, text, on_token); the forced run in forced_ appended whole (jump-forward).
-  void StartTurn(std::span<const int32_t> prompt, const ConstrainedOptions& opt, bool drafting, std::vector<int32_t>* out);
+  // output (hook, text, on_token), one the grammar forces (fed to it first); the forced run in
+  // forced_ appended whole (jump-forward).
+  void StartTurn(std::span<const int32_t> prompt, const ConstrainedOptions& opt, std::vector<int32_t>* out);
   Status AppendToken(const ConstrainedOptions& opt, int32_t id, std::vector<int32_t>* out);
+  Status AppendForcedToken(const ConstrainedOptions& opt, int32_t id, std::vector<int32_t>* out);
   Status AppendForced(const ConstrainedOptions& opt, std::vector<int32_t>* out, ConstrainedStats* st);
   // One pass over the model (call_generator_pass.cpp): the pending tokens and, when drafting, a
   // guess; its heads are read and the positions they reject rewound. `forced` (jump-forward off):
   // the only token the pass's head may choose.
-  Status RunPass(Session& session, const ConstrainedOptions& opt, bool drafting, const int32_t* forced,
-                 std::vector<int32_t>* out, ConstrainedStats* st);
+  Status RunPass(Session& session, const ConstrainedOptions& opt, const int32_t* forced, std::vector<int32_t>* out,
+                 ConstrainedStats* st);
   // Fills slot.ids / slot.mask and `head` for a head in slot.state (or allowing `forced` alone).
   Status PrepareHead(HeadSlot& slot, const int32_t* forced, const ConstrainedOptions& opt, const Session& session,
                      HeadRequest* head, ConstrainedStats* st);
@@ -254,7 +256,8 @@ class CallGenerator {
   std::vector<uint64_t> mask_;
   AllowedCache* cache_ = nullptr;
   std::string state_key_;
-  // Drafting: the text written so far, the pass's heads, batch and guessed tokens.
+  bool drafting_ = false;  // this turn guesses (draft, jump-forward and max_draft > 0: StartTurn)
+  // The pass's heads and batch; drafting: the text written so far and the guessed tokens.
   std::string written_;
   std::vector<HeadSlot> slots_;
   std::vector<HeadRequest> heads_;

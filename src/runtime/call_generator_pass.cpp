@@ -18,10 +18,10 @@
 
 namespace fgemma {
 
-Status CallGenerator::RunPass(Session& session, const ConstrainedOptions& opt, bool drafting, const int32_t* forced,
+Status CallGenerator::RunPass(Session& session, const ConstrainedOptions& opt, const int32_t* forced,
                               std::vector<int32_t>* out, ConstrainedStats* st) {
   if (pending_.empty()) return Internal("constrained step with nothing to evaluate");
-  PassTimer timer(drafting && static_cast<bool>(opt.on_draft_pass));
+  PassTimer timer(drafting_ && static_cast<bool>(opt.on_draft_pass));
   // The batch: pending tokens, then the guess with its forced runs; slot k's head sits before the
   // k-th guessed token (the last slot, after every guess, gives the next choice).
   batch_.assign(pending_.begin(), pending_.end());
@@ -32,7 +32,7 @@ Status CallGenerator::RunPass(Session& session, const ConstrainedOptions& opt, b
   heads_[0].index = batch_.size() - 1;
   size_t n_slots = 1;
   const size_t limit = session.max_speculative_batch();
-  if (drafting && batch_.size() < limit) {
+  if (drafting_ && batch_.size() < limit) {
     const size_t room = std::min({opt.max_draft, limit - batch_.size(), opt.max_tokens - out->size()});
     n_slots = BuildGuess(opt, room);
   }
@@ -124,8 +124,7 @@ Status CallGenerator::ReadHeads(Session& session, const ConstrainedOptions& opt,
       if (forced_.empty()) break;
       for (int32_t id : forced_) {
         if (out->size() >= opt.max_tokens) break;
-        if (!vocab_.FeedToken(matcher_, id)) return Internal("forced token refused by the grammar");
-        FGEMMA_RETURN_IF_ERROR(AppendToken(opt, id, out));
+        FGEMMA_RETURN_IF_ERROR(AppendForcedToken(opt, id, out));
         if (pending_.empty() && kept < batch_.size()) {
           if (batch_[kept] != id) return Internal("draft's forced run out of step with its batch");
           ++kept;

@@ -261,21 +261,26 @@ RuleRuns RunWithAndWithout(ScriptedCall& call, uint32_t rule, const std::string&
   return r;
 }
 
-// The guesser's other sources: the tool the utterance names (the history holds another tool's
-// call), a value and a key copied as whole words, and the call's closing tokens looked up after
-// them in the same pass. Tokens equal decoding without drafts, with one lookup per pass or more.
-TEST(Drafts, NamedToolAndWholeWordValuesAreGuessed) {
-  auto& w = test::ConstrainedWorld::Get();
+// "turn on the bedroom lights" over lights and music, after an earlier play_music call: the
+// utterance names the tool the history does not call.
+constexpr std::string_view kLightsOutput =
+    "<start_function_call>call:set_lights{on:true,room:<escape>bedroom<escape>}<end_function_call><start_function_response>";
+ScriptedCall BedroomLightsAfterMusic() {
   const OrderedJson tools = OrderedJson::parse(R"([
     {"type":"function","function":{"name":"set_lights","description":"d","parameters":{"type":"object",
       "properties":{"room":{"type":"string","enum":["kitchen","bedroom"]},"on":{"type":"boolean"}},"required":["room","on"]}}},
     {"type":"function","function":{"name":"play_music","description":"d","parameters":{"type":"object",
       "properties":{"query":{"type":"string"}},"required":["query"]}}}])");
-  const std::string utterance = "turn on the bedroom lights";
-  const std::string output =
-      "<start_function_call>call:set_lights{on:true,room:<escape>bedroom<escape>}<end_function_call><start_function_response>";
-  ScriptedCall call(tools, utterance, output,
-                    "<start_function_call>call:play_music{query:<escape>jazz<escape>}<end_function_call><start_function_response>");
+  return ScriptedCall(tools, "turn on the bedroom lights", std::string(kLightsOutput),
+                      "<start_function_call>call:play_music{query:<escape>jazz<escape>}<end_function_call><start_function_response>");
+}
+
+// The guesser's other sources: the tool the utterance names (the history holds another tool's
+// call), a value and a key copied as whole words, and the call's closing tokens looked up after
+// them in the same pass. Tokens equal decoding without drafts, with one lookup per pass or more.
+TEST(Drafts, NamedToolAndWholeWordValuesAreGuessed) {
+  const std::string output(kLightsOutput);
+  ScriptedCall call = BedroomLightsAfterMusic();
   ConstrainedStats plain, one, chained;
   const std::vector<int32_t> want = call.Run(false, &plain, 1);
   EXPECT_EQ(call.Text(want), output);
@@ -295,18 +300,9 @@ TEST(Drafts, NamedToolAndWholeWordValuesAreGuessed) {
 // lookup where its source ends (the name, then the utterance's words, then the close, in one pass).
 // Tokens equal decoding without drafts either way.
 TEST(Drafts, NamedToolAndChainRulesEachSavePasses) {
-  const OrderedJson tools = OrderedJson::parse(R"([
-    {"type":"function","function":{"name":"set_lights","description":"d","parameters":{"type":"object",
-      "properties":{"room":{"type":"string","enum":["kitchen","bedroom"]},"on":{"type":"boolean"}},"required":["room","on"]}}},
-    {"type":"function","function":{"name":"play_music","description":"d","parameters":{"type":"object",
-      "properties":{"query":{"type":"string"}},"required":["query"]}}}])");
-  const std::string utterance = "turn on the bedroom lights";
-  const std::string output =
-      "<start_function_call>call:set_lights{on:true,room:<escape>bedroom<escape>}<end_function_call><start_function_response>";
   for (const auto& [rule, name] : {std::pair{kGuessNamedTool, "named tool"}, std::pair{kGuessChain, "chain"}}) {
-    ScriptedCall call(tools, utterance, output,
-                      "<start_function_call>call:play_music{query:<escape>jazz<escape>}<end_function_call><start_function_response>");
-    const RuleRuns r = RunWithAndWithout(call, rule, output, name);
+    ScriptedCall call = BedroomLightsAfterMusic();
+    const RuleRuns r = RunWithAndWithout(call, rule, std::string(kLightsOutput), name);
     EXPECT_LE(r.with.model_calls, r.without.model_calls) << name;
     EXPECT_TRUE(r.with.model_calls < r.without.model_calls || RuleRuns::Refused(r.with) < RuleRuns::Refused(r.without))
         << name;
