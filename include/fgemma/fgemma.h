@@ -56,7 +56,10 @@ typedef enum fgemma_status {
   FGEMMA_ERR_OUT_OF_MEMORY = 7,
   FGEMMA_ERR_CANCELLED = 8,        /* fgemma_caller_cancel() or a callback returned non-zero */
   FGEMMA_ERR_INTERNAL = 9,
-  FGEMMA_ERR_BUDGET = 10           /* the time or token budget of the params ran out */
+  FGEMMA_ERR_BUDGET = 10,          /* the time or token budget of the params ran out */
+  /* Not a status: it makes every int32 a value of the type, so a code from a newer library or a
+   * binding's raw integer reaches fgemma_status_name() defined ("unknown status") in C++ too. */
+  FGEMMA_STATUS_FORCE_32BIT = 0x7FFFFFFF
 } fgemma_status;
 
 typedef struct fgemma_model fgemma_model;

@@ -204,7 +204,7 @@ FGEMMA_API fgemma_status fgemma_caller_call(fgemma_caller* caller, const char* t
     if (!request.ok()) return Fail(request.status());
     auto choice = ParseToolChoiceArg(tool_choice, request->tools);
     if (!choice.ok()) return Fail(choice.status());
-    return RunCall(caller, fgemma::CallRequest{std::move(request).value(), choice.value()}, callback, user_data);
+    return RunCall(caller, fgemma::CallRequest{.chat = std::move(request).value(), .tool_choice = choice.value()}, callback, user_data);
   });
 }
 
@@ -220,7 +220,7 @@ FGEMMA_API fgemma_status fgemma_caller_call_openai(fgemma_caller* caller, const 
     if (!request.ok()) return Fail(request.status());
     auto choice = fgemma::ToolChoiceOfBody(body.value(), request->tools);
     if (!choice.ok()) return Fail(choice.status());
-    return RunCall(caller, fgemma::CallRequest{std::move(request).value(), choice.value()}, callback, user_data);
+    return RunCall(caller, fgemma::CallRequest{.chat = std::move(request).value(), .tool_choice = choice.value()}, callback, user_data);
   });
 }
 

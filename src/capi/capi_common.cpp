@@ -76,6 +76,7 @@ FGEMMA_API const char* fgemma_status_name(fgemma_status status) {
     case FGEMMA_ERR_CANCELLED: return "cancelled";
     case FGEMMA_ERR_INTERNAL: return "internal error";
     case FGEMMA_ERR_BUDGET: return "budget exhausted";
+    case FGEMMA_STATUS_FORCE_32BIT: break;
   }
   return "unknown status";
 }

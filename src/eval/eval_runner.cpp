@@ -27,7 +27,7 @@ Result<EvalReport> RunEval(FunctionCaller& caller, const std::vector<EvalRow>& r
       const std::string where = "row at line " + std::to_string(row.line);
       auto choice = ParseToolChoice(choice_value, row.prompt.tools);
       if (!choice.ok()) return choice.status().WithContext(where + ": tool_choice");
-      CallRequest request{row.prompt, std::move(choice).value()};
+      CallRequest request{.chat = row.prompt, .tool_choice = std::move(choice).value()};
       request.limits.max_tokens = options.max_tokens;
       request.unconstrained = options.unconstrained;
       const double t0 = NowSeconds();

@@ -38,7 +38,7 @@ constexpr size_t kBlockBytes = sizeof(QuantBlock<kType>);
 constexpr size_t kValuesAt = kQuantBlockScaleBytes;  // offset of q[] in a block
 constexpr size_t kBlockValues = kQuantBlockValues;
 
-HWY_INLINE uint16_t LoadU16(const uint8_t* p) {
+HWY_INLINE HWY_MAYBE_UNUSED uint16_t LoadU16(const uint8_t* p) {  // AVX3_DL's pairs
   uint16_t h;
   std::memcpy(&h, p, 2);
   return h;
@@ -75,8 +75,10 @@ HWY_INLINE TileJob QuantJob(const TensorView& w, const Activations& a, float* y,
 
 #if HWY_TARGET == HWY_AVX3_DL
 // ---------------------------------------------------------------- AVX-512 VNNI: two blocks/vector
-#pragma GCC push_options
-#pragma GCC target("avx512vnni")
+// Highway 1.0's AVX3_DL target string lacks avx512vnni: this section runs under Highway's string
+// plus it. Replaced, not stacked: clang applies only the outer of two pushed target attributes.
+HWY_POP_ATTRIBUTES
+HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR ",avx512vnni")
 
 // Weights of blocks b and b+1 (at blk and blk + kBlockBytes) as unsigned bytes w + 128.
 template <DType kType>
@@ -420,7 +422,8 @@ struct InterleavedKernel {
   }
 };
 
-#pragma GCC pop_options
+HWY_POP_ATTRIBUTES
+HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR)
 
 #else
 // ---------------------------------------------------------------- one block per step

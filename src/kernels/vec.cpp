@@ -104,7 +104,12 @@ float MaxValueImpl(const float* x, size_t n) {
     m3 = fold(m3, x + i + 3 * N);
   }
   for (; i + N <= n; i += N) m0 = fold(m0, x + i);
-  float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
+  // The lanes fold by comparison from -inf, not by MaxOfLanes: Highway's EMU128 starts that
+  // reduction from the lowest finite float (an empty or all -inf input would give -FLT_MAX).
+  HWY_ALIGN float lanes[hn::MaxLanes(d)];
+  hn::Store(hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)), d, lanes);
+  float m = -std::numeric_limits<float>::infinity();
+  for (size_t k = 0; k < N; ++k) m = lanes[k] > m ? lanes[k] : m;
   for (; i < n; ++i) m = x[i] > m ? x[i] : m;
   return m;
 }

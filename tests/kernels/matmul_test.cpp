@@ -82,6 +82,8 @@ Weights MakeWeights(DType dtype, size_t rows, size_t cols, size_t offset, std::m
       }
       break;
     }
+    default:
+      ADD_FAILURE() << "MakeWeights: no generator for " << DTypeName(dtype);
   }
   return w;
 }
@@ -389,17 +391,23 @@ TEST_P(TargetTest, InterleavedWeights) {
   std::mt19937 rng(4242);
   TensorView probe{DType::kQ8_0, 16, 64, nullptr};
   std::printf("%s: interleaved kernels %s\n", KernelTargetName(), InterleavedWeightBytes(probe) > 0 ? "used" : "not used");
-  const std::pair<size_t, size_t> rows_slices[][3] = {
-      {{16, 0}, {16, 16}, {0, 16}}, {{17, 0}, {17, 16}, {16, 17}}, {{67, 0}, {67, 32}, {48, 67}}, {{40, 0}, {40, 16}, {32, 40}}};
+  // Each matrix's rows and two slices [begin, end) it alternates between: whole and empty, a
+  // partial last panel, slices starting on a panel.
+  struct RowsAndSlices {
+    size_t rows;
+    std::pair<size_t, size_t> slices[2];
+  };
+  const RowsAndSlices rows_slices[] = {
+      {16, {{16, 16}, {0, 16}}}, {17, {{0, 17}, {16, 17}}}, {67, {{32, 67}, {48, 67}}}, {40, {{16, 40}, {32, 40}}}};
   size_t i = 0;
   for (DType dtype : {DType::kQ8_0, DType::kQ4_0}) {
     for (size_t cols : {32, 64, 96, 640, 2048}) {
       for (const auto& rs : rows_slices) {
-        const size_t rows = rs[0].first;
+        const size_t rows = rs.rows;
         // smmla (NEON_I8MM) takes token pairs 4 at a time: tails of 1-3 pairs and an odd token.
         for (size_t tokens : {1, 2, 3, 6, 8, 9, 14, 17}) {
           if (cols >= 640 && rows * tokens > 300) continue;  // keep the reference cheap
-          const auto slice = rs[1 + i % 2];
+          const auto slice = rs.slices[i % 2];
           ++i;
           MatmulCase c{dtype, rows, cols, tokens, slice.first, slice.second};
           c.interleave = true;

@@ -18,7 +18,7 @@ Result<CallRequest> BuildCallRequest(const CallInputs& in) {
   auto chat = ParseChatRequest(body);
   if (!chat.ok()) return chat.status().WithContext(in.tools_path);
   FGEMMA_TRY(ToolChoice choice, ParseToolChoice(Json(in.tool_choice), chat->tools));
-  return CallRequest{std::move(chat).value(), std::move(choice)};
+  return CallRequest{.chat = std::move(chat).value(), .tool_choice = std::move(choice)};
 }
 
 }  // namespace fgemma::cli
