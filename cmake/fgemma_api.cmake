@@ -109,7 +109,7 @@ if(FGEMMA_BUILD_TESTS)
                                        "${PROJECT_SOURCE_DIR}/tests/test_support.cpp")
   set_target_properties(fgemma_capi_cpp_tests PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/tests")
   target_include_directories(fgemma_capi_cpp_tests PRIVATE "${PROJECT_SOURCE_DIR}/tests" "${PROJECT_SOURCE_DIR}/src")
-  target_compile_options(fgemma_capi_cpp_tests PRIVATE -Wall -Wextra -Wpedantic -Werror ${FGEMMA_FRONT_END_OPTIONS})
+  target_compile_options(fgemma_capi_cpp_tests PRIVATE -Wall -Wextra -Wpedantic -Werror ${FGEMMA_FRONT_END_OPTIONS} ${FGEMMA_TEST_OPTIONS})
   target_compile_definitions(fgemma_capi_cpp_tests PRIVATE
     FGEMMA_SHARED_DIR="${FGEMMA_SHARED_DIR}"
     FGEMMA_SOURCE_DIR="${PROJECT_SOURCE_DIR}"

@@ -1,21 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages fgemma builds and tests with. Idempotent; needs root (or sudo).
 set -euo pipefail
-packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev nlohmann-json3-dev
+packages=(cmake ninja-build g++ clang-14 libclang-rt-14-dev  # clang: the asan preset and the fuzzers
+          libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev nlohmann-json3-dev
           libcli11-dev libcpp-httplib-dev python3 pkg-config
           python3-pytest python3-pip default-jdk-headless junit4  # the bindings (bindings/)
           maven)  # fetches the Kotlin compiler from Maven Central (below)
-# FGEMMA_CROSS=1 / FGEMMA_FUZZ=1 (as scripts/test.sh): the cross stage (cross compilers that coexist in
-# Debian 12 -- not g++-multilib, which removes them --, qemu-user, googletest sources), the fuzz stage
-# (clang with libFuzzer) and the valgrind stage.
+# FGEMMA_CROSS=1 / FGEMMA_VALGRIND=1 (as scripts/test.sh): the cross stage (cross compilers that
+# coexist in Debian 12 -- not g++-multilib, which removes them --, qemu-user, googletest sources) and
+# the valgrind stage.
 if [ "${FGEMMA_CROSS:-0}" = 1 ]; then
   # The C libraries of the cross compilers are only Recommends (installed with --no-install-recommends
   # below), so they are named here.
   packages+=(g++-i686-linux-gnu g++-arm-linux-gnueabihf g++-aarch64-linux-gnu qemu-user googletest
              libc6-dev-i386-cross libc6-dev-armhf-cross libc6-dev-arm64-cross)
-fi
-if [ "${FGEMMA_FUZZ:-0}" = 1 ]; then
-  packages+=(clang-14 libclang-rt-14-dev)
 fi
 if [ "${FGEMMA_VALGRIND:-0}" = 1 ]; then
   packages+=(valgrind googletest)  # googletest: sources for the valgrind build

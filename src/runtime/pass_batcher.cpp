@@ -60,10 +60,10 @@ void PassBatcher::Evaluate(std::span<const int32_t> tokens, size_t start, KvCach
       continue;
     }
     // Lead the next pass: the pending work of every waiting session, first come first served,
-    // once every active session has queued (they run in step), or after kGatherWait.
+    // once every active session has queued (they run in step), or after gather_wait_.
     running_ = true;
     if (queue_.size() < active_)
-      cv_.wait_for(lock, kGatherWait, [&] { return queue_.size() >= active_; });
+      cv_.wait_for(lock, gather_wait_, [&] { return queue_.size() >= active_; });
     segments_.clear();
     members_.clear();
     const size_t max_rows = forward_->max_batch();

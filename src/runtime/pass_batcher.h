@@ -61,6 +61,12 @@ class PassBatcher {
   };
   Participation Join() { return Participation(this); }
   static constexpr std::chrono::microseconds kGatherWait{2000};
+  // Replaces kGatherWait. Tests that must see passes shared set a long wait: on a loaded machine
+  // a session can take longer than 2 ms to queue its next step (answers are the same either way).
+  void set_gather_wait(std::chrono::microseconds wait) {
+    std::lock_guard lock(mu_);
+    gather_wait_ = wait;
+  }
 
   const Model& model() const { return *model_; }
   const std::shared_ptr<ThreadPool>& pool() const { return pool_; }
@@ -91,6 +97,7 @@ class PassBatcher {
   std::condition_variable cv_;
   bool running_ = false;
   size_t active_ = 0;            // sessions between Join and the end of their Participation
+  std::chrono::microseconds gather_wait_ = kGatherWait;
   std::vector<Pending*> queue_;  // waiting evaluations, first come first served
   Stats stats_;
   // The current pass (used by its leader only; reserved at Create: a pass allocates nothing).
