@@ -67,10 +67,12 @@ std::shared_ptr<PassBatcher> Engine::PassGroup(const EngineConfig& config) {
   return nullptr;
 }
 
-size_t Engine::LivePassGroups() {
+std::vector<std::shared_ptr<PassBatcher>> Engine::LivePassGroups() {
+  std::vector<std::shared_ptr<PassBatcher>> live;
   std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<size_t>(std::count_if(groups_.begin(), groups_.end(),
-                                           [](const GroupEntry& g) { return !g.batcher.expired(); }));
+  for (const GroupEntry& g : groups_)
+    if (auto batcher = g.batcher.lock()) live.push_back(std::move(batcher));
+  return live;
 }
 
 Result<FunctionCallerOptions> Engine::CallerOptions(const EngineConfig& config) {

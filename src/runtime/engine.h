@@ -62,8 +62,8 @@ class Engine {
   Result<std::shared_ptr<const LoraAdapter>> Adapter(const LoraSpec& spec);
   // The live pass group callers made from `config` (with share_passes) join, or null.
   std::shared_ptr<PassBatcher> PassGroup(const EngineConfig& config);
-  // Pass groups some caller still holds.
-  size_t LivePassGroups();
+  // The pass groups some caller still holds (stats, tests).
+  std::vector<std::shared_ptr<PassBatcher>> LivePassGroups();
 
   const LoadedModel& loaded() const { return loaded_; }
   const EngineConfig& config() const { return config_; }
