@@ -14,6 +14,11 @@ bool SameSpec(const LoraSpec& a, const LoraSpec& b) { return a.dir == b.dir && a
 
 }  // namespace
 
+Result<LoraSpec> AdapterSpecOf(const std::string& text) {
+  if (text.empty()) return LoraSpec{"", 1.0f};
+  return ParseLoraSpec(text);
+}
+
 std::unique_ptr<Engine> Engine::Create(LoadedModel loaded, EngineConfig config) {
   return std::unique_ptr<Engine>(new Engine(std::move(loaded), std::move(config)));
 }

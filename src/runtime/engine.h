@@ -45,6 +45,9 @@ struct EngineConfig {
   size_t pass_rows = kSharedPassRows;
 };
 
+// The adapter of a "DIR[:SCALE]" option (--lora; ParseLoraSpec), "" being the base alone (dir "").
+Result<LoraSpec> AdapterSpecOf(const std::string& text);
+
 class Engine {
  public:
   // Over a model loaded elsewhere; `config` is what NewCaller() builds callers from.
