@@ -109,7 +109,7 @@ typedef struct fgemma_session_params {
   uint32_t n_batch;   /* tokens per prefill chunk */
   int32_t n_threads;  /* 0: all cores */
   /* A PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) applied at run
-   * time over the model's weights (NULL: none); read when the session is made. lora_scale
+   * time over the model's weights (NULL: none; "" is refused); read when the session is made. lora_scale
    * multiplies its update (default 1). A malformed adapter fails with FGEMMA_ERR_UNSUPPORTED
    * (DoRA, modules_to_save, embedding/head adapters, biases, unknown modules),
    * FGEMMA_ERR_INVALID_ARGUMENT (missing fields, rank 0, shapes that do not match the model),
@@ -142,7 +142,11 @@ typedef struct fgemma_caller_params {
   const char* cache_path;   /* catalog cache file (NULL: memory only); copied */
   uint32_t n_ctx;           /* positions (default 4096) */
   int32_t n_threads;        /* 0: all cores */
-  uint32_t max_tokens;      /* token budget per call (0: no budget beyond the grammar's bounds) */
+  /* Generated tokens per call, at most n_ctx (a call with more is refused); reaching it ends the
+   * call with FGEMMA_ERR_BUDGET. 0: the default budget, 1024 tokens (fewer when n_ctx is smaller);
+   * a call stopped there is not an error: its result (finish_reason "length") says so. The
+   * grammar's bounds usually end a call long before either. */
+  uint32_t max_tokens;
   double time_budget_ms;    /* wall-clock budget per call, checked per token (0: none) */
   bool restricted_head;     /* exact speed-ups (default true); off only for comparison */
   bool jump_forward;
@@ -166,8 +170,9 @@ typedef struct fgemma_caller_params {
    * lora_scale share forward passes while they call at the same time from different threads: one
    * read of the weights serves each one's next tokens (a long catalog prefill joins in chunks of
    * 64 rows, so it holds the others back by one chunk at most). Answers are the same, token for
-   * token, as each caller's alone. Such a group keeps one adapter copy and one set of batch
-   * buffers, made with its first caller and freed with its last. For apps that call from several
+   * token, as each caller's alone. Such a group keeps one set of batch buffers, made with its
+   * first caller and freed with its last (an adapter is loaded once per model and spec, for every
+   * caller and session running it, and freed with the last of them). For apps that call from several
    * threads at once; a single caller gains nothing. */
   bool share_passes;
 } fgemma_caller_params;

@@ -3,14 +3,12 @@
 // FunctionCaller).
 #include <algorithm>
 #include <chrono>
-#include <mutex>
 #include <string>
 
 #include "capi/capi_internal.h"
 #include "chat/chat_json.h"
 #include "chat/request.h"
 #include "util/run_limits.h"
-#include "util/thread_pool.h"
 
 using namespace fgemma::capi;
 
@@ -82,37 +80,27 @@ fgemma_status RunCall(fgemma_caller* c, fgemma::CallRequest request, fgemma_toke
   return FGEMMA_OK;
 }
 
-// A catalog prefill joins a shared pass in chunks of this many rows (the others wait one chunk).
-constexpr size_t kSharedPassRows = 64;
+// A catalog prefill joins a shared pass in chunks of this many rows (the others wait one chunk):
+// fewer than the server's kSharedPassRows, for the latency of an app's other callers
+// (docs/c-cpp.md).
+constexpr size_t kCapiPassRows = 64;
 
-// share_passes: the pass batcher (and adapter) of the model's live group with these params, or a
-// new group's.
-fgemma::Status JoinPassGroup(const fgemma_model* model, const fgemma_caller_params& params,
-                             fgemma::FunctionCallerOptions& fo) {
-  const int threads = params.n_threads > 0 ? params.n_threads : fgemma::ThreadPool::DefaultThreads();
-  const std::string lora_path = params.lora_path ? params.lora_path : "";
-  const float lora_scale = lora_path.empty() ? 1.0f : params.lora_scale;
-  std::lock_guard<std::mutex> lock(model->groups_mu);
-  std::erase_if(model->groups, [](const fgemma_model::PassGroup& g) { return g.batcher.expired(); });
-  for (const fgemma_model::PassGroup& g : model->groups) {
-    if (g.threads != threads || g.context != params.n_ctx || g.lora_path != lora_path || g.lora_scale != lora_scale)
-      continue;
-    std::shared_ptr<fgemma::PassBatcher> batcher = g.batcher.lock();
-    std::shared_ptr<const fgemma::LoraAdapter> lora = g.lora.lock();
-    if (!batcher || (!lora_path.empty() && !lora)) continue;
-    fo.batcher = std::move(batcher);
-    fo.lora = std::move(lora);
-    return fgemma::Status();
-  }
-  FGEMMA_TRY(std::shared_ptr<const fgemma::LoraAdapter> lora,
-             LoadLora(params.lora_path, params.lora_scale, *model->loaded->model));
-  FGEMMA_TRY(std::shared_ptr<fgemma::PassBatcher> batcher,
-             fgemma::PassBatcher::Create(model->loaded->model, kSharedPassRows, params.n_ctx,
-                                         fgemma::SharedThreadPool(threads), lora));
-  model->groups.push_back({threads, params.n_ctx, lora_path, lora_scale, batcher, lora});
-  fo.batcher = std::move(batcher);
-  fo.lora = std::move(lora);
-  return fgemma::Status();
+// The params as the engine's config (the checks of fgemma_caller_new done).
+fgemma::Result<fgemma::EngineConfig> ConfigOf(const fgemma_caller_params& params, const std::string& cache_path) {
+  fgemma::EngineConfig c;
+  c.threads = params.n_threads;
+  c.context = params.n_ctx;
+  c.cache_path = cache_path;
+  c.decoding.restricted_head = params.restricted_head;
+  c.decoding.jump_forward = params.jump_forward;
+  c.decoding.draft = params.draft;
+  c.trust_content_tokens = params.trust_content_tokens;
+  FGEMMA_TRY(c.lora, LoraSpecOf(params.lora_path, params.lora_scale, "fgemma_caller_new"));
+  c.share_passes = params.share_passes;
+  c.pass_rows = kCapiPassRows;
+  // params.max_tokens is each call's own limit (RunCall): refused per call beyond n_ctx, and a stop
+  // there is FGEMMA_ERR_BUDGET; 0 leaves the caller's default budget (ResolveMaxTokens).
+  return c;
 }
 
 }  // namespace
@@ -152,23 +140,9 @@ FGEMMA_API fgemma_status fgemma_caller_new(const fgemma_model* model, fgemma_cal
     handle->cache_path = params.cache_path ? params.cache_path : "";
     handle->params.cache_path = nullptr;  // the copy above owns it
     handle->params.lora_path = nullptr;   // read below; the caller keeps the adapter
-    fgemma::FunctionCallerOptions fo;
-    fo.threads = params.n_threads;
-    fo.context = params.n_ctx;
-    fo.cache_path = handle->cache_path;
-    fo.decoding.restricted_head = params.restricted_head;
-    fo.decoding.jump_forward = params.jump_forward;
-    fo.decoding.draft = params.draft;
-    fo.trust_content_tokens = params.trust_content_tokens;
-    if (params.share_passes) {
-      fgemma::Status joined = JoinPassGroup(model, params, fo);
-      if (!joined.ok()) return Fail(joined);
-    } else {
-      auto lora = LoadLora(params.lora_path, params.lora_scale, *model->loaded->model);
-      if (!lora.ok()) return Fail(lora.status());
-      fo.lora = std::move(lora).value();
-    }
-    auto caller = fgemma::FunctionCaller::Create(*model->loaded, fo);
+    auto config = ConfigOf(params, handle->cache_path);
+    if (!config.ok()) return Fail(config.status());
+    auto caller = model->engine->NewCaller(config.value());
     if (!caller.ok()) return Fail(caller.status());
     handle->caller = std::move(caller).value();
     RetainModel(model);

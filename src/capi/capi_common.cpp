@@ -47,9 +47,10 @@ int64_t CopyOut(const std::string& text, char* buf, size_t cap) {
   return static_cast<int64_t>(text.size());
 }
 
-Result<std::shared_ptr<const LoraAdapter>> LoadLora(const char* path, float scale, const Model& model) {
-  if (path == nullptr) return std::shared_ptr<const LoraAdapter>();
-  return LoraAdapter::LoadFor(LoraSpec{path, scale}, model);
+Result<LoraSpec> LoraSpecOf(const char* path, float scale, const char* what) {
+  if (path == nullptr) return LoraSpec{"", 1.0f};
+  if (*path == '\0') return InvalidArgument(std::string(what) + ": lora_path is empty (NULL for no adapter)");
+  return LoraSpec{path, scale};
 }
 
 }  // namespace fgemma::capi

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "fgemma/fgemma.h"
+#include "runtime/engine.h"
 #include "runtime/function_caller.h"
 #include "runtime/loaded_model.h"
-#include "runtime/pass_batcher.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/status.h"
@@ -24,23 +24,13 @@ enum : uint32_t { kModelTag = 0x4d4f444c, kSessionTag = 0x53455353, kCallerTag =
 
 struct fgemma_model {
   uint32_t tag = kModelTag;
-  std::optional<fgemma::LoadedModel> loaded;  // set by fgemma_model_load
+  // Set by fgemma_model_load: the runtime engine every caller of this model is made by (its
+  // adapters and pass groups shared by them), and its loaded model.
+  std::unique_ptr<fgemma::Engine> engine;
+  const fgemma::LoadedModel* loaded = nullptr;
   // The application's reference plus one per live session and caller: fgemma_model_free drops the
   // first, and the memory goes with the last (a model freed before its callers outlives them).
   mutable std::atomic<int> references{1};
-
-  // Callers with share_passes share a pass batcher per (threads, context, adapter). Weak: a group
-  // lives as long as its callers (each holds the batcher, which holds the adapter).
-  struct PassGroup {
-    int threads = 0;
-    uint32_t context = 0;
-    std::string lora_path;  // "" without an adapter
-    float lora_scale = 1.0f;
-    std::weak_ptr<fgemma::PassBatcher> batcher;
-    std::weak_ptr<const fgemma::LoraAdapter> lora;
-  };
-  mutable std::mutex groups_mu;  // callers are made from any thread over a const model
-  mutable std::vector<PassGroup> groups;
 };
 
 struct fgemma_session {
@@ -73,8 +63,9 @@ void ReleaseModel(const fgemma_model* model);
 // Records the message for fgemma_last_error() and returns the matching C status.
 fgemma_status Fail(fgemma_status status, const std::string& message);
 fgemma_status Fail(const Status& status);
-// The adapter of the params' lora_path (null when NULL), checked against `model`.
-Result<std::shared_ptr<const LoraAdapter>> LoadLora(const char* path, float scale, const Model& model);
+// The adapter spec of the params' lora_path and lora_scale (dir "" when NULL: no adapter); an empty
+// path is refused (`what` names the function).
+Result<LoraSpec> LoraSpecOf(const char* path, float scale, const char* what);
 void ClearError();
 // Copies `text` into a caller buffer (NUL-terminated when cap > 0); returns its length.
 int64_t CopyOut(const std::string& text, char* buf, size_t cap);

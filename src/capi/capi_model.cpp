@@ -29,10 +29,11 @@ FGEMMA_API fgemma_status fgemma_model_load(const char* path, fgemma_model_params
     if (!path) return Fail(FGEMMA_ERR_INVALID_ARGUMENT, "fgemma_model_load: path is NULL");
     fgemma::LoadOptions options;
     if (params.tokenizer_path) options.tokenizer_path = params.tokenizer_path;
-    auto loaded = fgemma::LoadModel(path, options);
-    if (!loaded.ok()) return Fail(loaded.status());
+    auto engine = fgemma::Engine::Load(path, options);
+    if (!engine.ok()) return Fail(engine.status());
     auto handle = std::make_unique<fgemma_model>();
-    handle->loaded.emplace(std::move(loaded).value());
+    handle->engine = std::move(engine).value();
+    handle->loaded = &handle->engine->loaded();
     *out = handle.release();
     return FGEMMA_OK;
   });

@@ -30,7 +30,9 @@ FGEMMA_API fgemma_status fgemma_session_new(const fgemma_model* model, fgemma_se
     so.context = params.n_ctx;
     so.max_batch = params.n_batch ? params.n_batch : 256;
     so.threads = params.n_threads;
-    auto lora = LoadLora(params.lora_path, params.lora_scale, *model->loaded->model);
+    auto spec = LoraSpecOf(params.lora_path, params.lora_scale, "fgemma_session_new");
+    if (!spec.ok()) return Fail(spec.status());
+    auto lora = model->engine->Adapter(spec.value());
     if (!lora.ok()) return Fail(lora.status());
     so.lora = std::move(lora).value();
     auto session = fgemma::Session::Create(model->loaded->model, so);

@@ -20,6 +20,7 @@
 #include "chat/call_grammar.h"
 #include "runtime/draft_lookup.h"
 #include "runtime/session.h"
+#include "runtime/token_budget.h"
 #include "runtime/token_constraint.h"
 
 namespace fgemma {
@@ -58,7 +59,7 @@ struct ConstrainedOptions {
   bool restricted_head = true;
   bool jump_forward = true;
   size_t restricted_max = 8192;  // allowed-set size up to which the head is restricted
-  size_t max_tokens = 1024;      // hard cap on generated tokens (the grammar's bounds come first)
+  size_t max_tokens = kDefaultMaxTokens;  // hard cap on generated tokens (the grammar's bounds come first)
   // Exact speculative drafts (runtime/draft_lookup.h): each head step also evaluates a run of
   // guessed tokens (with the forced runs they lead to) in the same pass, a head on every guessed
   // position restricted like any step, and keeps the longest prefix the heads confirm plus the

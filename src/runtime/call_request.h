@@ -29,8 +29,9 @@ enum class FinishReason {
 const char* FinishReasonName(FinishReason reason);
 
 struct CallLimits {
-  // Generated tokens; 0: the caller's own cap (FunctionCallerOptions::decoding.max_tokens). It
-  // becomes ConstrainedOptions::max_tokens, the cap the generator obeys.
+  // Generated tokens; 0: the caller's own cap (FunctionCallerOptions::decoding.max_tokens, which
+  // Engine::NewCaller sets by ResolveMaxTokens in runtime/token_budget.h). It becomes
+  // ConstrainedOptions::max_tokens, the cap the generator obeys; beyond the context it is refused.
   size_t max_tokens = 0;
   // Checked before the call starts and at each generated token.
   std::optional<std::chrono::steady_clock::time_point> deadline;

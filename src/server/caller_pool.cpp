@@ -2,20 +2,16 @@
 
 namespace fgemma::server {
 
-Result<std::unique_ptr<CallerPool>> CallerPool::Create(const LoadedModel& loaded, const FunctionCallerOptions& options,
-                                                       size_t count) {
+Result<std::unique_ptr<CallerPool>> CallerPool::Create(Engine& engine, const EngineConfig& config, size_t count) {
   if (count == 0) return InvalidArgument("the session pool needs at least one session");
   auto pool = std::make_unique<CallerPool>();
   pool->slots_.resize(count);
-  // Every caller computes on one thread pool: requests served at once take turns per parallel
-  // loop instead of running count pools on the same cores.
-  FunctionCallerOptions shared = options;
-  if (!shared.pool) shared.pool = SharedThreadPool(options.threads);
+  // Every caller computes on one thread pool (the engine's of that thread count): requests served
+  // at once take turns per parallel loop instead of running count pools on the same cores.
+  EngineConfig others = config;
+  others.cache_path.clear();  // one writer per cache file: only the first caller reads and writes it
   for (size_t i = 0; i < count; ++i) {
-    // One writer per cache file: only the first caller reads and writes it.
-    FunctionCallerOptions o = shared;
-    if (i > 0) o.cache_path.clear();
-    FGEMMA_TRY(pool->slots_[i].caller, FunctionCaller::Create(loaded, o));
+    FGEMMA_TRY(pool->slots_[i].caller, engine.NewCaller(i == 0 ? config : others));
   }
   return pool;
 }

@@ -3,8 +3,8 @@
 // Each caller keeps the catalog prefix of the last tool list it served, so Acquire prefers a free
 // caller whose last catalog matches the request's (its prefix is then restored from memory) and
 // otherwise takes the least recently used free one. Waiting is bounded: past the timeout the
-// request is refused (the server answers 503) instead of queueing without limit. All callers share
-// one thread pool (FunctionCallerOptions::pool, else the process's pool of that thread count).
+// request is refused (the server answers 503) instead of queueing without limit. The callers come
+// from one Engine and config: they share its thread pool, adapter and (share_passes) pass group.
 #pragma once
 
 #include <chrono>
@@ -13,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/engine.h"
 #include "runtime/function_caller.h"
 
 namespace fgemma::server {
@@ -20,8 +21,8 @@ namespace fgemma::server {
 class CallerPool {
  public:
   struct Lease;
-  static Result<std::unique_ptr<CallerPool>> Create(const LoadedModel& loaded, const FunctionCallerOptions& options,
-                                                    size_t count);
+  // `count` callers made by engine.NewCaller(config); only the first keeps config.cache_path.
+  static Result<std::unique_ptr<CallerPool>> Create(Engine& engine, const EngineConfig& config, size_t count);
 
   // Returns nullptr when no caller became free within `timeout`.
   std::unique_ptr<Lease> Acquire(uint64_t catalog_key, std::chrono::milliseconds timeout);

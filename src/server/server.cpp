@@ -17,9 +17,9 @@
 
 #include "chat/chat_json.h"
 #include "chat/request.h"
+#include "runtime/engine.h"
 #include "runtime/loaded_model.h"
 #include "runtime/pass_batcher.h"
-#include "util/thread_pool.h"
 #include "server/caller_pool.h"
 #include "server/chat_completion.h"
 #include "server/host_address.h"
@@ -38,9 +38,11 @@ struct Server::Impl {
   // adapter over the same mapped weights; each with its sessions, catalog states and batcher.
   struct Variant {
     std::string name;
-    std::shared_ptr<PassBatcher> batcher;  // null: each session runs its own passes
+    std::shared_ptr<PassBatcher> batcher;  // its pass group (null: each session runs its own passes)
     std::unique_ptr<CallerPool> pool;
   };
+  // Makes every session's caller (one model mapped once, adapters and pass groups shared).
+  std::unique_ptr<Engine> engine;
   std::vector<Variant> variants;  // [0]: the base's name, the default
 
   const Variant* Find(const std::string& name) const {
@@ -77,9 +79,9 @@ struct Server::Impl {
   http::Response Health() const;
   // `admission` (Admit's count) is released with the session, before the answer's last bytes.
   void ChatCompletions(const http::Request& req, http::ResponseWriter& out, std::shared_ptr<void>& admission);
-  // Serves `name`: the base with `lora` ("" = none), its sessions and, with batching, its batcher.
-  Status AddVariant(const LoadedModel& loaded, const FunctionCallerOptions& base, const std::string& name,
-                    const std::string& lora);
+  // Serves `name`: the base with `lora` ("DIR[:SCALE]", "" = none), its sessions and, with
+  // batching, its pass group.
+  Status AddVariant(const EngineConfig& base, const std::string& name, const std::string& lora);
 };
 
 namespace {
@@ -187,8 +189,10 @@ http::Response Server::Impl::Health() const {
             {"reaped_connections", loop ? loop->timed_out() : 0}};
   PassBatcher::Stats total;
   bool batching = false;
+  std::vector<const PassBatcher*> counted;  // models with one adapter spec share one group
   for (const Variant& v : variants) {
-    if (!v.batcher) continue;
+    if (!v.batcher || std::find(counted.begin(), counted.end(), v.batcher.get()) != counted.end()) continue;
+    counted.push_back(v.batcher.get());
     batching = true;
     const PassBatcher::Stats st = v.batcher->stats();
     total.passes += st.passes;
@@ -236,8 +240,8 @@ void Server::Impl::ChatCompletions(const http::Request& req, http::ResponseWrite
     }
   }
   // The caller refuses a token limit beyond its context (FunctionCaller::Call); the server's own
-  // default is only a cap, so it never exceeds the context.
-  auto parsed = ParseChatCall(b, std::min(options.max_tokens, options.context), options.request_timeout_s, arrival);
+  // budget is only a cap, so it never exceeds the context (ResolveMaxTokens).
+  auto parsed = ParseChatCall(b, ResolveMaxTokens(options.max_tokens, options.context), options.request_timeout_s, arrival);
   if (!parsed.ok()) return send_error(400, parsed.status().message(), "invalid_request_error");
   CallRequest& call = parsed->call;
 
@@ -335,21 +339,28 @@ http::LoopOptions LoopOptionsFor(const ServerOptions& options) {
   return lo;
 }
 
+// The server's flags as the engine's config. Continuous batching: a model's requests decoding at
+// the same time share each pass over the weights (with its adapter).
+EngineConfig EngineConfigOf(const ServerOptions& options) {
+  EngineConfig config;
+  config.threads = options.threads;
+  config.context = options.context;
+  config.cache_path = options.cache_path;
+  config.trust_content_tokens = options.trust_content_tokens;
+  config.max_tokens = options.max_tokens;
+  config.share_passes = options.batch && options.sessions > 1;
+  return config;
+}
+
 }  // namespace
 
-Status Server::Impl::AddVariant(const LoadedModel& loaded, const FunctionCallerOptions& base, const std::string& name,
-                                const std::string& lora) {
-  FunctionCallerOptions fo = base;
-  FGEMMA_TRY(fo.lora, LoraAdapter::LoadFor(lora, *loaded.model));
+Status Server::Impl::AddVariant(const EngineConfig& base, const std::string& name, const std::string& lora) {
+  EngineConfig config = base;
+  FGEMMA_TRY(config.lora, AdapterSpecOf(lora));
   Variant v;
   v.name = name;
-  if (options.batch && options.sessions > 1) {
-    // Continuous batching: this model's requests decoding at the same time share each pass over
-    // the weights (with its adapter).
-    FGEMMA_TRY(v.batcher, PassBatcher::Create(loaded.model, 256, options.context, fo.pool, fo.lora));
-    fo.batcher = v.batcher;
-  }
-  FGEMMA_TRY(v.pool, CallerPool::Create(loaded, fo, options.sessions));
+  FGEMMA_TRY(v.pool, CallerPool::Create(*engine, config, options.sessions));
+  v.batcher = engine->PassGroup(config);
   variants.push_back(std::move(v));
   return Status::Ok();
 }
@@ -365,16 +376,11 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   impl->bind_address = addresses.front();
   LoadOptions load_options;
   load_options.tokenizer_path = options.tokenizer_path;
-  FGEMMA_TRY(LoadedModel loaded, LoadModel(options.model_path, load_options));
-  FunctionCallerOptions base_options;
-  base_options.threads = options.threads;
-  base_options.context = options.context;
-  base_options.cache_path = options.cache_path;
-  base_options.trust_content_tokens = options.trust_content_tokens;
-  base_options.pool = SharedThreadPool(options.threads);  // one pool for every model's sessions
+  EngineConfig config = EngineConfigOf(options);
+  FGEMMA_TRY(impl->engine, Engine::Load(options.model_path, load_options, config));
   for (const ServedModel& s : served) {
-    FGEMMA_RETURN_IF_ERROR(impl->AddVariant(loaded, base_options, s.name, s.lora));
-    base_options.cache_path.clear();  // the cache file belongs to the base's name
+    FGEMMA_RETURN_IF_ERROR(impl->AddVariant(config, s.name, s.lora));
+    config.cache_path.clear();  // the cache file belongs to the base's name
   }
   // Request buffers of 32 KiB and more (bodies, long header lines, their JSON) are mapped on their
   // own and unmapped when freed. glibc would otherwise raise this threshold after the first such

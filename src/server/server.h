@@ -34,7 +34,9 @@ struct ServerOptions {
   size_t sessions = 2;             // callers in the pool
   int threads = 1;                 // threads of the one pool every session shares
   size_t context = 4096;           // positions per session (bounds the prompt)
-  size_t max_tokens = 1024;        // generated tokens per request (a request may ask for fewer)
+  // Generated tokens per request (a request may ask for fewer): ResolveMaxTokens (0: 1024; at
+  // most `context`).
+  size_t max_tokens = 1024;
   size_t max_body_bytes = 1 << 20;
   int queue_timeout_ms = 30000;    // wait for a free session before answering 503
   size_t max_queue = 64;           // requests waiting for a session beyond which new ones get 429

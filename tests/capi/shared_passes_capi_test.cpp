@@ -37,13 +37,7 @@ class SharedPassesCapi : public fgemma::test::MiniModelCapiTest {
     return j.dump();
   }
   // The live pass groups of the model (callers with share_passes).
-  static std::vector<std::shared_ptr<fgemma::PassBatcher>> LiveGroups() {
-    std::vector<std::shared_ptr<fgemma::PassBatcher>> live;
-    std::lock_guard<std::mutex> lock(model_->groups_mu);
-    for (const auto& g : model_->groups)
-      if (auto b = g.batcher.lock()) live.push_back(b);
-    return live;
-  }
+  static std::vector<std::shared_ptr<fgemma::PassBatcher>> LiveGroups() { return model_->engine->LivePassGroups(); }
 };
 
 struct Turn {
@@ -130,7 +124,8 @@ TEST_F(SharedPassesCapi, CallersWithOneAdapterShareItAndItsPasses) {
   fgemma_caller* base = NewCaller(true, 2048);  // no adapter: a group of its own
   ASSERT_EQ(LiveGroups().size(), 2u);
   EXPECT_EQ(a->caller->options().lora, b->caller->options().lora) << "one copy of the adapter per group";
-  EXPECT_NE(plain->caller->options().lora, a->caller->options().lora);
+  // The model's engine loads an adapter once for all its callers, sharing passes or not.
+  EXPECT_EQ(plain->caller->options().lora, a->caller->options().lora);
   const std::string messages = R"([{"role":"user","content":"Dim the bedroom lights to 30 percent"}])";
   const std::string expected =
       Answer(plain, fgemma_caller_call(plain, tools_->c_str(), messages.c_str(), "required", nullptr, nullptr));

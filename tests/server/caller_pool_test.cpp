@@ -2,7 +2,7 @@
 // pool, not one per session.
 #include <gtest/gtest.h>
 
-#include "runtime/loaded_model.h"
+#include "runtime/engine.h"
 #include "server/caller_pool.h"
 #include "test_support.h"
 
@@ -10,12 +10,12 @@ namespace fgemma::server {
 namespace {
 
 TEST(CallerPool, CallersShareOneThreadPool) {
-  auto loaded = LoadModel(test::FixturePath("models/mini-bf16")).value();
-  FunctionCallerOptions o;
+  auto engine = Engine::Load(test::FixturePath("models/mini-bf16"), LoadOptions{}).value();
+  EngineConfig o;
   o.threads = 6;  // a count no other test of this binary keeps alive
   o.context = 256;
   const int before = ThreadPool::LivePools();
-  auto pool = CallerPool::Create(loaded, o, 3).value();
+  auto pool = CallerPool::Create(*engine, o, 3).value();
   EXPECT_EQ(ThreadPool::LivePools(), before + 1);
   std::vector<std::unique_ptr<CallerPool::Lease>> leases;
   for (uint64_t key = 1; key <= 3; ++key) leases.push_back(pool->Acquire(key, std::chrono::milliseconds(0)));

@@ -17,7 +17,7 @@
 #include "command.h"
 #include "kernels/matmul.h"
 #include "runtime/follow_text.h"
-#include "runtime/loaded_model.h"
+#include "runtime/engine.h"
 #include "util/json.h"
 #include "util/mapped_file.h"
 
@@ -140,8 +140,8 @@ Result<std::vector<CallRequest>> BenchRequests(const CallBenchArgs& a, const std
 int RunCallBench(const CallBenchArgs& a) {
   auto cases = ReadBenchCases(a.calls);
   if (!cases.ok()) return Fail(cases.status().ToString());
-  auto loaded = LoadModel(a.model, LoadOptions{.tokenizer_path = a.tokenizer});
-  if (!loaded.ok()) return Fail(loaded.status().ToString());
+  auto engine = Engine::Load(a.model, LoadOptions{.tokenizer_path = a.tokenizer});
+  if (!engine.ok()) return Fail(engine.status().ToString());
   // Both modes side by side, call by call (one caller each), so load on a shared machine falls on
   // both alike.
   std::unique_ptr<FunctionCaller> callers[2];
@@ -149,19 +149,19 @@ int RunCallBench(const CallBenchArgs& a) {
   DraftTally tally;
   bool tracing = false;  // the first timed round, with --trace-drafts
   for (int d = 0; d < 2; ++d) {
-    FunctionCallerOptions fo;
-    fo.threads = a.threads;
-    fo.reuse_prompt = !a.no_prompt_reuse;
-    fo.decoding.draft = d == 1;
-    if (a.max_draft > 0) fo.decoding.max_draft = a.max_draft;
-    if (a.draft_lookups > 0) fo.decoding.draft_lookups = a.draft_lookups;
-    if (a.draft_guessers >= 0) fo.decoding.draft_guessers = static_cast<uint32_t>(a.draft_guessers);
+    EngineConfig config;
+    config.threads = a.threads;
+    config.reuse_prompt = !a.no_prompt_reuse;
+    config.decoding.draft = d == 1;
+    if (a.max_draft > 0) config.decoding.max_draft = a.max_draft;
+    if (a.draft_lookups > 0) config.decoding.draft_lookups = a.draft_lookups;
+    if (a.draft_guessers >= 0) config.decoding.draft_guessers = static_cast<uint32_t>(a.draft_guessers);
     if (a.trace_drafts && d == 1) {
-      fo.decoding.on_draft_pass = [&tally, &tracing, &callers](const DraftPassTrace& t) {
+      config.decoding.on_draft_pass = [&tally, &tracing, &callers](const DraftPassTrace& t) {
         if (tracing) TracePass(t, callers[1]->constraint_vocab(), &tally);
       };
     }
-    auto caller = FunctionCaller::Create(loaded.value(), fo);
+    auto caller = engine.value()->NewCaller(config);
     if (!caller.ok()) return Fail(caller.status().ToString());
     callers[d] = std::move(caller).value();
   }

@@ -16,11 +16,10 @@
 #include "command.h"
 #include "kernels/matmul.h"
 #include "runtime/follow_text.h"
-#include "runtime/loaded_model.h"
+#include "runtime/engine.h"
 #include "runtime/pass_batcher.h"
 #include "util/json.h"
 #include "util/process_stats.h"
-#include "util/thread_pool.h"
 
 namespace fgemma::cli {
 namespace {
@@ -30,21 +29,19 @@ struct ClientsResult {
   size_t calls = 0;
 };
 
-Result<ClientsResult> Serve(const LoadedModel& loaded, const std::vector<BenchCase>& cases,
+Result<ClientsResult> Serve(Engine& engine, const std::vector<BenchCase>& cases,
                             const std::vector<CallRequest>& requests, const CallBenchArgs& a, size_t clients,
                             bool batch) {
-  FunctionCallerOptions fo;
-  fo.threads = a.threads;
-  fo.reuse_prompt = !a.no_prompt_reuse;
-  fo.pool = SharedThreadPool(a.threads);
-  if (batch) {
-    FGEMMA_TRY(fo.batcher, PassBatcher::Create(loaded.model, 256, fo.context, fo.pool));
-  }
+  EngineConfig config;
+  config.threads = a.threads;
+  config.reuse_prompt = !a.no_prompt_reuse;
+  config.share_passes = batch;
   std::vector<std::unique_ptr<FunctionCaller>> callers;
   for (size_t c = 0; c < clients; ++c) {
-    FGEMMA_TRY(auto caller, FunctionCaller::Create(loaded, fo));
+    FGEMMA_TRY(auto caller, engine.NewCaller(config));
     callers.push_back(std::move(caller));
   }
+  const std::shared_ptr<PassBatcher> batcher = engine.PassGroup(config);  // null without batching
   const size_t n = cases.size();
   std::vector<std::vector<double>> latencies(clients);
   std::vector<size_t> passes(clients, 0);
@@ -74,7 +71,7 @@ Result<ClientsResult> Serve(const LoadedModel& loaded, const std::vector<BenchCa
     for (auto& t : threads) t.join();
   };
   run_all(1, false);  // warm: each caller builds its catalog state and draft history
-  const PassBatcher::Stats before = fo.batcher ? fo.batcher->stats() : PassBatcher::Stats{};
+  const PassBatcher::Stats before = batcher ? batcher->stats() : PassBatcher::Stats{};
   const double t0 = NowSeconds();
   run_all(a.rounds, true);
   const double wall = NowSeconds() - t0;
@@ -92,8 +89,8 @@ Result<ClientsResult> Serve(const LoadedModel& loaded, const std::vector<BenchCa
   out.p50_ms = Percentile(all, 0.5);
   out.p95_ms = Percentile(all, 0.95);
   out.passes_per_call = static_cast<double>(total_passes) / static_cast<double>(out.calls);
-  if (fo.batcher) {
-    const PassBatcher::Stats st = fo.batcher->stats();
+  if (batcher) {
+    const PassBatcher::Stats st = batcher->stats();
     // Passes over the weights the batcher really ran, per call (each call's own count above
     // counts every pass it took part in).
     out.passes_per_call = static_cast<double>(st.passes - before.passes) / static_cast<double>(out.calls);
@@ -107,8 +104,8 @@ Result<ClientsResult> Serve(const LoadedModel& loaded, const std::vector<BenchCa
 int RunClientsBench(const CallBenchArgs& a) {
   auto cases = ReadBenchCases(a.calls);
   if (!cases.ok()) return Fail(cases.status().ToString());
-  auto loaded = LoadModel(a.model, LoadOptions{});
-  if (!loaded.ok()) return Fail(loaded.status().ToString());
+  auto engine = Engine::Load(a.model, LoadOptions{});
+  if (!engine.ok()) return Fail(engine.status().ToString());
   auto requests = BenchRequests(a, cases.value());
   if (!requests.ok()) return Fail(requests.status().ToString());
   Json rows = Json::array();
@@ -120,7 +117,7 @@ int RunClientsBench(const CallBenchArgs& a) {
   for (size_t clients : a.clients) {
     for (bool batch : {false, true}) {
       if (batch && clients == 1) continue;  // one client has nobody to share a pass with
-      auto r = Serve(loaded.value(), cases.value(), requests.value(), a, clients, batch);
+      auto r = Serve(*engine.value(), cases.value(), requests.value(), a, clients, batch);
       if (!r.ok()) return Fail(r.status().ToString());
       rows.push_back({{"clients", clients},
                       {"batching", batch},

@@ -7,7 +7,7 @@
 #include "number_options.h"
 #include "lora_option.h"
 #include "runtime/follow_text.h"
-#include "runtime/loaded_model.h"
+#include "runtime/engine.h"
 
 namespace fgemma::cli {
 namespace {
@@ -25,22 +25,20 @@ struct CallArgs {
 int RunCall(const CallArgs& a) {
   auto request = BuildCallRequest(a.in);
   if (!request.ok()) return Fail(request.status().ToString());
-  LoadOptions lo;
-  lo.tokenizer_path = a.tokenizer;
-  auto loaded = LoadModel(a.model, lo);
-  if (!loaded.ok()) return Fail(loaded.status().ToString());
-  FunctionCallerOptions fo;
-  fo.threads = a.threads;
-  fo.cache_path = a.cache;
-  fo.decoding.restricted_head = !a.no_restricted_head;
-  fo.decoding.jump_forward = !a.no_jump_forward;
-  fo.decoding.draft = !a.no_draft;
-  fo.reuse_prompt = !a.no_prompt_reuse;
-  fo.trust_content_tokens = a.trust_content_tokens;
-  auto lora = LoraAdapter::LoadFor(a.lora, *loaded->model);
+  EngineConfig config;
+  config.threads = a.threads;
+  config.cache_path = a.cache;
+  config.decoding.restricted_head = !a.no_restricted_head;
+  config.decoding.jump_forward = !a.no_jump_forward;
+  config.decoding.draft = !a.no_draft;
+  config.reuse_prompt = !a.no_prompt_reuse;
+  config.trust_content_tokens = a.trust_content_tokens;
+  auto lora = AdapterSpecOf(a.lora);
   if (!lora.ok()) return Fail(lora.status().ToString());
-  fo.lora = std::move(lora).value();
-  auto caller = FunctionCaller::Create(loaded.value(), fo);
+  config.lora = lora.value();
+  auto engine = Engine::Load(a.model, LoadOptions{.tokenizer_path = a.tokenizer}, config);
+  if (!engine.ok()) return Fail(engine.status().ToString());
+  auto caller = engine.value()->NewCaller();
   if (!caller.ok()) return Fail(caller.status().ToString());
   std::optional<FollowText> follow;
   if (!a.follow.empty()) caller.value()->set_choice_hook(&follow.emplace(caller.value()->constraint_vocab(), a.follow));

@@ -20,6 +20,7 @@
 #include "kernels/matmul.h"
 #include "convert/convert.h"
 #include "model/synth.h"
+#include "runtime/engine.h"
 #include "runtime/loaded_model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/mapped_file.h"
@@ -169,16 +170,18 @@ int RunDemo(const DemoArgs& a) {
   const DemoPlan plan = PlanDemo(a, real.has_value());
   auto loaded = real ? Result<LoadedModel>(std::move(real->second)) : LoadModel(model_path.value(), LoadOptions{});
   if (!loaded.ok()) return Fail(loaded.status().ToString());
-  FunctionCallerOptions fo;
-  fo.threads = a.threads;
-  fo.cache_path = cache + "/" + plan.cache_name;
-  auto lora = LoraAdapter::LoadFor(plan.lora, *loaded->model);
+  EngineConfig config;
+  config.threads = a.threads;
+  config.cache_path = cache + "/" + plan.cache_name;
+  auto lora = AdapterSpecOf(plan.lora);
   if (!lora.ok()) return Fail(lora.status().ToString());
-  fo.lora = std::move(lora).value();
-  auto caller = FunctionCaller::Create(loaded.value(), fo);
+  config.lora = lora.value();
+  const std::unique_ptr<Engine> engine = Engine::Create(std::move(loaded).value(), config);
+  auto caller = engine->NewCaller();
   if (!caller.ok()) return Fail(caller.status().ToString());
+  const bool adapted = caller.value()->options().lora != nullptr;
 
-  if (real && fo.lora) {
+  if (real && adapted) {
     std::printf("NOTE: the real Gemma 3 270M (trained weights, from the cache) with the phone-actions cartridge\n"
                 "      (cartridges/phone-actions: a LoRA adapter trained by examples/fine-tune, and its catalog).\n\n");
   } else if (real) {
@@ -191,7 +194,7 @@ int RunDemo(const DemoArgs& a) {
                 "      run scripts/fetch-real-model.sh for the real Gemma 3 270M (docs/real-model.md).\n\n");
   }
   std::printf("model:     %s (%s, kernels %s)%s%s\ntools:     %s (tool_choice %s)\n\n", model_path->c_str(),
-              real ? "real Gemma 3 270M" : "q8_0", KernelTargetName(), fo.lora ? "\nadapter:   " : "", plan.lora.c_str(),
+              real ? "real Gemma 3 270M" : "q8_0", KernelTargetName(), adapted ? "\nadapter:   " : "", plan.lora.c_str(),
               plan.tools_path.c_str(), plan.tool_choice.c_str());
   for (size_t i = 0; i < plan.utterances.size(); ++i) {
     CallInputs in;

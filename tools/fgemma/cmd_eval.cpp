@@ -7,7 +7,7 @@
 #include "lora_option.h"
 #include "progress_bar.h"
 #include "eval/eval_runner.h"
-#include "runtime/loaded_model.h"
+#include "runtime/engine.h"
 #include "util/file_replace.h"
 
 namespace fgemma::cli {
@@ -35,19 +35,17 @@ int RunEval(const EvalArgs& a) {
   }
   auto rows = ReadEvalData(a.data, a.selection);
   if (!rows.ok()) return Fail(rows.status().ToString());
-  LoadOptions lo;
-  lo.tokenizer_path = a.tokenizer;
-  auto loaded = LoadModel(a.model, lo);
-  if (!loaded.ok()) return Fail(loaded.status().ToString());
-  FunctionCallerOptions fo;
-  fo.threads = a.threads;
-  fo.context = a.context;
-  fo.cache_dir = a.cache_dir;
+  EngineConfig config;
+  config.threads = a.threads;
+  config.context = a.context;
+  config.cache_dir = a.cache_dir;
   // A fine-tune shipped as an adapter is evaluated over the base, as the app will run it.
-  auto lora = LoraAdapter::LoadFor(a.lora, *loaded->model);
+  auto lora = AdapterSpecOf(a.lora);
   if (!lora.ok()) return Fail(lora.status().ToString());
-  fo.lora = std::move(lora).value();
-  auto caller = FunctionCaller::Create(loaded.value(), fo);
+  config.lora = lora.value();
+  auto engine = Engine::Load(a.model, LoadOptions{.tokenizer_path = a.tokenizer}, config);
+  if (!engine.ok()) return Fail(engine.status().ToString());
+  auto caller = engine.value()->NewCaller();
   if (!caller.ok()) return Fail(caller.status().ToString());
 
   ItemProgressBar bar("rows");

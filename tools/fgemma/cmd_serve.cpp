@@ -80,7 +80,7 @@ const CommandRegistration kServe(90, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--context", o->context, "positions per session (bounds the prompt; 1 to the model's maximum)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 24))  // 2^24: ModelConfig's bound on positions
       ->capture_default_str();
-  cmd->add_option("--max-tokens", o->max_tokens, "generated tokens per request")->capture_default_str();
+  cmd->add_option("--max-tokens", o->max_tokens, "generated tokens per request (0: 1024; at most --context)")->capture_default_str();
   cmd->add_option("--max-body", o->max_body_bytes, "request body limit in bytes (413 beyond)")->capture_default_str();
   cmd->add_option("--queue-timeout-ms", o->queue_timeout_ms, "wait for a free session before 503")->capture_default_str();
   cmd->add_option("--max-queue", o->max_queue, "requests waiting for a session before 429")->capture_default_str();
