@@ -252,7 +252,8 @@ class CallGenerator {
   const CallGrammar& grammar_;
   CallMatcher matcher_;
   ConstraintVocab::Scratch scratch_;
-  std::vector<int32_t> forced_;
+  std::vector<int32_t> forced_;            // the decode loop's forced run (Generate)
+  std::vector<int32_t> confirmed_forced_;  // ReadHeads: the forced runs after a confirmed guess
   std::vector<int32_t> pending_;
   std::vector<uint64_t> mask_;
   AllowedCache* cache_ = nullptr;

@@ -120,9 +120,9 @@ Status CallGenerator::ReadHeads(Session& session, const ConstrainedOptions& opt,
     ++kept;
     // Its forced runs: those the batch holds are evaluated, the rest are pending.
     while (!matcher_.Done() && out->size() < opt.max_tokens) {
-      vocab_.ForcedTokens(matcher_, &forced_);
-      if (forced_.empty()) break;
-      for (int32_t id : forced_) {
+      vocab_.ForcedTokens(matcher_, &confirmed_forced_);
+      if (confirmed_forced_.empty()) break;
+      for (int32_t id : confirmed_forced_) {
         if (out->size() >= opt.max_tokens) break;
         FGEMMA_RETURN_IF_ERROR(AppendForcedToken(opt, id, out));
         if (pending_.empty() && kept < batch_.size()) {
@@ -132,9 +132,8 @@ Status CallGenerator::ReadHeads(Session& session, const ConstrainedOptions& opt,
           pending_.push_back(id);
         }
       }
-      st->forced_tokens += forced_.size();
+      st->forced_tokens += confirmed_forced_.size();
     }
-    forced_.clear();
     if (matcher_.Done() || out->size() >= opt.max_tokens || !pending_.empty()) break;
     if (k + 1 >= n_slots || heads_[k + 1].index + 1 != kept) return Internal("draft lost its next head");
   }
