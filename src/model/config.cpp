@@ -169,106 +169,153 @@ Status GetFloat(const Json& j, const char* key, const std::string& source, float
 
 }  // namespace
 
-Result<ModelConfig> ConfigFromHfJson(const Json& root, const std::string& source) {
+namespace {
+
+// The object holding the text model's fields: the root of a gemma3_text config, or the
+// text_config of a multimodal gemma3 one.
+Result<const Json*> TextModelFields(const Json& root, const std::string& source) {
   if (!root.is_object()) return InvalidArgument(source + ": config must be a JSON object");
-  const Json* j = &root;
-  std::string model_type = root.value("model_type", std::string());
-  if (model_type == "gemma3") {
-    auto tc = root.find("text_config");
-    if (tc == root.end() || !tc->is_object())
-      return InvalidArgument(source + ": model_type 'gemma3' config has no 'text_config' object");
-    j = &*tc;
-    const std::string inner = j->value("model_type", std::string("gemma3_text"));
-    if (inner != "gemma3_text") return Unsupported(source + ": text_config.model_type '" + inner + "' is not gemma3_text");
-  } else if (model_type != "gemma3_text") {
+  const std::string model_type = root.value("model_type", std::string());
+  if (model_type == "gemma3_text") return &root;
+  if (model_type != "gemma3") {
     if (model_type.empty()) return InvalidArgument(source + ": config is missing required field 'model_type'");
     return Unsupported(source + ": model_type '" + model_type + "' is not supported (expected gemma3_text or gemma3)");
   }
+  auto tc = root.find("text_config");
+  if (tc == root.end() || !tc->is_object())
+    return InvalidArgument(source + ": model_type 'gemma3' config has no 'text_config' object");
+  const std::string inner = tc->value("model_type", std::string("gemma3_text"));
+  if (inner != "gemma3_text") return Unsupported(source + ": text_config.model_type '" + inner + "' is not gemma3_text");
+  return &*tc;
+}
 
-  ModelConfig c;
-  c.name = "custom";
-  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "vocab_size", source, &c.vocab_size, true));
-  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "hidden_size", source, &c.hidden, true));
-  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "intermediate_size", source, &c.intermediate, true));
-  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "num_hidden_layers", source, &c.num_layers, true));
-  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "num_attention_heads", source, &c.num_heads, true));
-  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "num_key_value_heads", source, &c.num_kv_heads, true));
-  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "head_dim", source, &c.head_dim, true));
-  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "sliding_window", source, &c.sliding_window, true));
-  c.max_position_embeddings = 32768;
-  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "max_position_embeddings", source, &c.max_position_embeddings, false));
-  c.query_pre_attn_scalar = static_cast<float>(c.head_dim);
-  FGEMMA_RETURN_IF_ERROR(GetFloat(*j, "query_pre_attn_scalar", source, &c.query_pre_attn_scalar, false));
-  FGEMMA_RETURN_IF_ERROR(GetFloat(*j, "rms_norm_eps", source, &c.rms_norm_eps, false));
-  FGEMMA_RETURN_IF_ERROR(GetFloat(*j, "rope_theta", source, &c.rope_theta_global, false));
-  FGEMMA_RETURN_IF_ERROR(GetFloat(*j, "rope_local_base_freq", source, &c.rope_theta_local, false));
-  FGEMMA_RETURN_IF_ERROR(GetFloat(*j, "attn_logit_softcapping", source, &c.attn_logit_softcap, false));
-  FGEMMA_RETURN_IF_ERROR(GetFloat(*j, "final_logit_softcapping", source, &c.final_logit_softcap, false));
-  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "bos_token_id", source, &c.bos_token_id, false));
-  FGEMMA_RETURN_IF_ERROR(GetInt(*j, "pad_token_id", source, &c.pad_token_id, false));
+// Sizes, norms, RoPE bases, softcaps and special token ids; absent optional fields keep the
+// defaults of ModelConfig (max_position_embeddings: 32768, query_pre_attn_scalar: head_dim).
+Status ReadNumericFields(const Json& j, const std::string& source, ModelConfig* c) {
+  FGEMMA_RETURN_IF_ERROR(GetInt(j, "vocab_size", source, &c->vocab_size, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(j, "hidden_size", source, &c->hidden, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(j, "intermediate_size", source, &c->intermediate, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(j, "num_hidden_layers", source, &c->num_layers, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(j, "num_attention_heads", source, &c->num_heads, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(j, "num_key_value_heads", source, &c->num_kv_heads, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(j, "head_dim", source, &c->head_dim, true));
+  FGEMMA_RETURN_IF_ERROR(GetInt(j, "sliding_window", source, &c->sliding_window, true));
+  c->max_position_embeddings = 32768;
+  FGEMMA_RETURN_IF_ERROR(GetInt(j, "max_position_embeddings", source, &c->max_position_embeddings, false));
+  c->query_pre_attn_scalar = static_cast<float>(c->head_dim);
+  FGEMMA_RETURN_IF_ERROR(GetFloat(j, "query_pre_attn_scalar", source, &c->query_pre_attn_scalar, false));
+  FGEMMA_RETURN_IF_ERROR(GetFloat(j, "rms_norm_eps", source, &c->rms_norm_eps, false));
+  FGEMMA_RETURN_IF_ERROR(GetFloat(j, "rope_theta", source, &c->rope_theta_global, false));
+  FGEMMA_RETURN_IF_ERROR(GetFloat(j, "rope_local_base_freq", source, &c->rope_theta_local, false));
+  FGEMMA_RETURN_IF_ERROR(GetFloat(j, "attn_logit_softcapping", source, &c->attn_logit_softcap, false));
+  FGEMMA_RETURN_IF_ERROR(GetFloat(j, "final_logit_softcapping", source, &c->final_logit_softcap, false));
+  FGEMMA_RETURN_IF_ERROR(GetInt(j, "bos_token_id", source, &c->bos_token_id, false));
+  FGEMMA_RETURN_IF_ERROR(GetInt(j, "pad_token_id", source, &c->pad_token_id, false));
+  return Status::Ok();
+}
 
-  if (auto it = j->find("eos_token_id"); it != j->end() && !it->is_null()) {
-    c.eos_token_ids.clear();
-    if (it->is_number_integer()) {
-      c.eos_token_ids.push_back(it->get<int>());
-    } else if (it->is_array()) {
-      for (const auto& e : *it) {
-        if (!e.is_number_integer()) return InvalidArgument(source + ": field 'eos_token_id' must hold integers");
-        c.eos_token_ids.push_back(e.get<int>());
-      }
-    } else {
-      return InvalidArgument(source + ": field 'eos_token_id' must be an integer or an array");
+// eos_token_id: one id or a list of them; absent keeps the default ids.
+Status ReadEosTokenIds(const Json& j, const std::string& source, ModelConfig* c) {
+  auto it = j.find("eos_token_id");
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  c->eos_token_ids.clear();
+  if (it->is_number_integer()) {
+    c->eos_token_ids.push_back(it->get<int>());
+  } else if (it->is_array()) {
+    for (const auto& e : *it) {
+      if (!e.is_number_integer()) return InvalidArgument(source + ": field 'eos_token_id' must hold integers");
+      c->eos_token_ids.push_back(e.get<int>());
     }
+  } else {
+    return InvalidArgument(source + ": field 'eos_token_id' must be an integer or an array");
   }
+  return Status::Ok();
+}
 
-  if (auto it = j->find("rope_scaling"); it != j->end() && !it->is_null()) {
-    if (!it->is_object()) return InvalidArgument(source + ": field 'rope_scaling' must be an object or null");
-    const std::string type = it->value("rope_type", it->value("type", std::string("linear")));
-    if (type != "linear" && type != "default")
-      return Unsupported(source + ": rope_scaling type '" + type + "' is not supported (only linear)");
-    if (type == "linear") FGEMMA_RETURN_IF_ERROR(GetFloat(*it, "factor", source + " rope_scaling", &c.rope_scaling_factor, true));
-  }
+// rope_scaling: null, or linear (its factor required) or default scaling.
+Status ReadRopeScaling(const Json& j, const std::string& source, ModelConfig* c) {
+  auto it = j.find("rope_scaling");
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return InvalidArgument(source + ": field 'rope_scaling' must be an object or null");
+  const std::string type = it->value("rope_type", it->value("type", std::string("linear")));
+  if (type != "linear" && type != "default")
+    return Unsupported(source + ": rope_scaling type '" + type + "' is not supported (only linear)");
+  if (type == "linear") FGEMMA_RETURN_IF_ERROR(GetFloat(*it, "factor", source + " rope_scaling", &c->rope_scaling_factor, true));
+  return Status::Ok();
+}
 
-  if (auto it = j->find("hidden_activation"); it != j->end() && it->is_string()) {
+// Refuses the architecture variants the forward pass does not implement.
+Status CheckActivationAndTying(const Json& j, const std::string& source) {
+  if (auto it = j.find("hidden_activation"); it != j.end() && it->is_string()) {
     const std::string act = it->get<std::string>();
     if (act != "gelu_pytorch_tanh" && act != "gelu")
       return Unsupported(source + ": hidden_activation '" + act + "' is not supported (gelu_pytorch_tanh)");
   }
-  if (j->value("tie_word_embeddings", true) == false)
+  if (j.value("tie_word_embeddings", true) == false)
     return Unsupported(source + ": untied word embeddings are not supported (Gemma 3 ties them)");
+  return Status::Ok();
+}
 
-  if (auto it = j->find("layer_types"); it != j->end() && !it->is_null()) {
-    if (!it->is_array()) return InvalidArgument(source + ": field 'layer_types' must be an array");
-    for (size_t i = 0; i < it->size(); ++i) {
-      const Json& t = (*it)[i];
-      const std::string s = t.is_string() ? t.get<std::string>() : "";
-      if (s == "sliding_attention") {
-        c.layer_kinds.push_back(LayerKind::kSliding);
-      } else if (s == "full_attention") {
-        c.layer_kinds.push_back(LayerKind::kGlobal);
-      } else {
-        return InvalidArgument(source + ": layer_types[" + std::to_string(i) + "] must be 'sliding_attention' or 'full_attention'");
-      }
-    }
-  } else {
+// The kind of every layer: from layer_types when given, else every sliding_window_pattern-th
+// layer global (default 6).
+Status ReadLayerKinds(const Json& j, const std::string& source, ModelConfig* c) {
+  auto it = j.find("layer_types");
+  if (it == j.end() || it->is_null()) {
     int pattern = 6;
-    FGEMMA_RETURN_IF_ERROR(GetInt(*j, "sliding_window_pattern", source, &pattern, false));
+    FGEMMA_RETURN_IF_ERROR(GetInt(j, "sliding_window_pattern", source, &pattern, false));
     // Sizes checked before layer_kinds is sized by num_hidden_layers.
-    FGEMMA_RETURN_IF_ERROR(c.ValidateSizes().WithContext(source));
-    c.layer_kinds = SlidingPattern(c.num_layers, pattern);
+    FGEMMA_RETURN_IF_ERROR(c->ValidateSizes().WithContext(source));
+    c->layer_kinds = SlidingPattern(c->num_layers, pattern);
+    return Status::Ok();
   }
+  if (!it->is_array()) return InvalidArgument(source + ": field 'layer_types' must be an array");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const Json& t = (*it)[i];
+    const std::string s = t.is_string() ? t.get<std::string>() : "";
+    if (s == "sliding_attention") {
+      c->layer_kinds.push_back(LayerKind::kSliding);
+    } else if (s == "full_attention") {
+      c->layer_kinds.push_back(LayerKind::kGlobal);
+    } else {
+      return InvalidArgument(source + ": layer_types[" + std::to_string(i) + "] must be 'sliding_attention' or 'full_attention'");
+    }
+  }
+  return Status::Ok();
+}
 
-  FGEMMA_RETURN_IF_ERROR(c.Validate().WithContext(source));
-  // Recognize named shapes so logs and bench say "270m" rather than "custom".
+// The name of the known config of the same shape (KnownConfigNames), or `fallback`, so that logs and
+// bench say "270m" rather than "custom".
+std::string KnownShapeName(const ModelConfig& c, const std::string& fallback) {
+  std::string found = fallback;
   for (const auto& name : KnownConfigNames()) {
     auto known = ConfigByName(name);
     const ModelConfig& k = known.value();
     if (k.vocab_size == c.vocab_size && k.hidden == c.hidden && k.intermediate == c.intermediate &&
         k.num_layers == c.num_layers && k.num_heads == c.num_heads && k.num_kv_heads == c.num_kv_heads &&
         k.head_dim == c.head_dim && k.sliding_window == c.sliding_window) {
-      c.name = name;
+      found = name;
     }
   }
+  return found;
+}
+
+}  // namespace
+
+Result<ModelConfig> ConfigFromHfJson(const Json& root, const std::string& source) {
+  // A multimodal gemma3 config keeps the text model's fields in text_config.
+  FGEMMA_TRY(const Json* fields, TextModelFields(root, source));
+  const Json& j = *fields;
+  ModelConfig c;
+  c.name = "custom";
+  // The fields, each checked for type as it is read, in the order their errors are reported.
+  FGEMMA_RETURN_IF_ERROR(ReadNumericFields(j, source, &c));
+  FGEMMA_RETURN_IF_ERROR(ReadEosTokenIds(j, source, &c));
+  FGEMMA_RETURN_IF_ERROR(ReadRopeScaling(j, source, &c));
+  FGEMMA_RETURN_IF_ERROR(CheckActivationAndTying(j, source));
+  FGEMMA_RETURN_IF_ERROR(ReadLayerKinds(j, source, &c));
+  // Ranges and consistency, naming the HF fields.
+  FGEMMA_RETURN_IF_ERROR(c.Validate().WithContext(source));
+  c.name = KnownShapeName(c, c.name);
   return c;
 }
 
