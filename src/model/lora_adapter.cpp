@@ -57,72 +57,83 @@ struct AdapterConfig {
   std::vector<std::string> targets;
 };
 
-// Reads and checks adapter_config.json; `path` names it in every error.
-Result<AdapterConfig> ParseConfig(const Json& j, const std::string& path) {
-  if (!j.is_object()) return InvalidArgument(path + ": expected a JSON object");
-  auto field = [&](const char* name) -> const Json* {
-    auto it = j.find(name);
-    return it == j.end() ? nullptr : &*it;
-  };
-  auto missing = [&](const char* name) { return InvalidArgument(path + ": missing field '" + name + "'"); };
-  auto set = [](const Json* v) { return v != nullptr && !v->is_null(); };
-  // A flag that may be absent or false, never true.
-  auto flag = [&](const char* name, bool* out) -> Status {
-    const Json* v = field(name);
-    *out = false;
-    if (!set(v)) return Status::Ok();
-    if (!v->is_boolean()) return InvalidArgument(path + ": field '" + name + "' must be a boolean");
-    *out = v->get<bool>();
-    return Status::Ok();
-  };
+// The field `name` of `j`, or null when it is absent or JSON null.
+const Json* SetField(const Json& j, const char* name) {
+  auto it = j.find(name);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
 
-  const Json* peft = field("peft_type");
-  if (!set(peft)) return missing("peft_type");
+Status MissingField(const std::string& path, const char* name) {
+  return InvalidArgument(path + ": missing field '" + name + "'");
+}
+
+// A flag that may be absent or false, never true.
+Status ReadFlag(const Json& j, const std::string& path, const char* name, bool* out) {
+  const Json* v = SetField(j, name);
+  *out = false;
+  if (v == nullptr) return Status::Ok();
+  if (!v->is_boolean()) return InvalidArgument(path + ": field '" + name + "' must be a boolean");
+  *out = v->get<bool>();
+  return Status::Ok();
+}
+
+// Refuses every PEFT option that makes the adapter more than plain LoRA on the projections.
+Status CheckPlainLora(const Json& j, const std::string& path) {
+  const Json* peft = SetField(j, "peft_type");
+  if (peft == nullptr) return MissingField(path, "peft_type");
   if (!peft->is_string() || peft->get<std::string>() != "LORA")
     return Unsupported(path + ": peft_type " + peft->dump() + " is not supported (only \"LORA\")");
 
   bool dora = false, fan_in_fan_out = false, lora_bias = false;
-  FGEMMA_RETURN_IF_ERROR(flag("use_dora", &dora));
+  FGEMMA_RETURN_IF_ERROR(ReadFlag(j, path, "use_dora", &dora));
   if (dora) return Unsupported(path + ": use_dora is true: DoRA adapters are not supported (plain LoRA only)");
-  FGEMMA_RETURN_IF_ERROR(flag("fan_in_fan_out", &fan_in_fan_out));
+  FGEMMA_RETURN_IF_ERROR(ReadFlag(j, path, "fan_in_fan_out", &fan_in_fan_out));
   if (fan_in_fan_out) return Unsupported(path + ": fan_in_fan_out is true (Conv1D layouts) is not supported");
-  FGEMMA_RETURN_IF_ERROR(flag("lora_bias", &lora_bias));
+  FGEMMA_RETURN_IF_ERROR(ReadFlag(j, path, "lora_bias", &lora_bias));
   if (lora_bias) return Unsupported(path + ": lora_bias is true: adapters with bias terms are not supported");
-  if (const Json* bias = field("bias"); set(bias) && !(bias->is_string() && bias->get<std::string>() == "none"))
+  if (const Json* bias = SetField(j, "bias"); bias != nullptr && !(bias->is_string() && bias->get<std::string>() == "none"))
     return Unsupported(path + ": bias is " + bias->dump() + ": adapters that train biases are not supported (only \"none\")");
-  if (const Json* mts = field("modules_to_save"); set(mts) && !(mts->is_array() && mts->empty()))
+  if (const Json* mts = SetField(j, "modules_to_save"); mts != nullptr && !(mts->is_array() && mts->empty()))
     return Unsupported(path + ": modules_to_save is " + mts->dump() +
                        ": fully trained modules are not supported (merge them into the base instead)");
   for (const char* pattern : {"rank_pattern", "alpha_pattern"}) {
-    if (const Json* p = field(pattern); set(p) && !(p->is_object() && p->empty()))
+    if (const Json* p = SetField(j, pattern); p != nullptr && !(p->is_object() && p->empty()))
       return Unsupported(path + ": " + pattern + " is not empty: per-module ranks or alphas are not supported");
   }
+  return Status::Ok();
+}
 
-  AdapterConfig c;
-  const Json* r = field("r");
-  if (!set(r)) return missing("r");
+// r: a positive integer up to 65536.
+Result<size_t> ReadRank(const Json& j, const std::string& path) {
+  const Json* r = SetField(j, "r");
+  if (r == nullptr) return MissingField(path, "r");
   if (!r->is_number_integer()) return InvalidArgument(path + ": field 'r' must be an integer, got " + r->dump());
   if (r->get<int64_t>() <= 0) return InvalidArgument(path + ": field 'r' is " + r->dump() + ": the rank must be positive");
   if (r->get<int64_t>() > 65536) return OutOfRange(path + ": field 'r' is " + r->dump() + ", more than the limit of 65536");
-  c.rank = static_cast<size_t>(r->get<int64_t>());
+  return static_cast<size_t>(r->get<int64_t>());
+}
 
-  const Json* alpha = field("lora_alpha");
-  if (!set(alpha)) return missing("lora_alpha");
+Result<float> ReadAlpha(const Json& j, const std::string& path) {
+  const Json* alpha = SetField(j, "lora_alpha");
+  if (alpha == nullptr) return MissingField(path, "lora_alpha");
   if (!alpha->is_number() || !std::isfinite(alpha->get<double>()))
     return InvalidArgument(path + ": field 'lora_alpha' must be a finite number, got " + alpha->dump());
-  c.alpha = alpha->get<float>();
-  FGEMMA_RETURN_IF_ERROR(flag("use_rslora", &c.rslora));
+  return alpha->get<float>();
+}
 
-  const Json* targets = field("target_modules");
-  if (!set(targets)) return missing("target_modules");
+// target_modules: a list of projection names, one name, or "all-linear".
+Result<std::vector<std::string>> ReadTargetModules(const Json& j, const std::string& path) {
+  const Json* targets = SetField(j, "target_modules");
+  if (targets == nullptr) return MissingField(path, "target_modules");
+  std::vector<std::string> names;
   if (targets->is_string()) {
     // PEFT takes a single name, "all-linear" (every linear layer but the head: the seven here), or
     // a regular expression, which is refused rather than guessed at.
     const std::string t = targets->get<std::string>();
     if (t == "all-linear") {
-      for (const char* name : LayerWeights::kProjectionNames) c.targets.emplace_back(name);
+      for (const char* name : LayerWeights::kProjectionNames) names.emplace_back(name);
     } else if (ProjectionIndex(t) >= 0) {
-      c.targets.push_back(t);
+      names.push_back(t);
     } else {
       return UnsupportedModule(t, path + ": target_modules");
     }
@@ -131,12 +142,24 @@ Result<AdapterConfig> ParseConfig(const Json& j, const std::string& path) {
       if (!t.is_string()) return InvalidArgument(path + ": target_modules holds a non-string " + t.dump());
       const std::string name = t.get<std::string>();
       if (ProjectionIndex(name) < 0) return UnsupportedModule(name, path + ": target_modules");
-      c.targets.push_back(name);
+      names.push_back(name);
     }
-    if (c.targets.empty()) return InvalidArgument(path + ": target_modules is empty");
+    if (names.empty()) return InvalidArgument(path + ": target_modules is empty");
   } else {
     return InvalidArgument(path + ": field 'target_modules' must be a list of module names");
   }
+  return names;
+}
+
+// Reads and checks adapter_config.json; `path` names it in every error.
+Result<AdapterConfig> ParseConfig(const Json& j, const std::string& path) {
+  if (!j.is_object()) return InvalidArgument(path + ": expected a JSON object");
+  FGEMMA_RETURN_IF_ERROR(CheckPlainLora(j, path));
+  AdapterConfig c;
+  FGEMMA_TRY(c.rank, ReadRank(j, path));
+  FGEMMA_TRY(c.alpha, ReadAlpha(j, path));
+  FGEMMA_RETURN_IF_ERROR(ReadFlag(j, path, "use_rslora", &c.rslora));
+  FGEMMA_TRY(c.targets, ReadTargetModules(j, path));
   return c;
 }
 
@@ -228,6 +251,141 @@ std::string ShapeText(const std::vector<uint64_t>& shape) {
   return s + "]";
 }
 
+// The two files of a PEFT adapter directory.
+struct AdapterFiles {
+  std::string config;   // adapter_config.json
+  std::string weights;  // adapter_model.safetensors
+};
+
+// The paths of `dir`'s adapter files, or the reason `dir` is not a readable PEFT directory.
+Result<AdapterFiles> FindAdapterFiles(const std::string& dir) {
+  if (!IsDirectory(dir)) return NotFound(dir + ": not a directory (a LoRA adapter is a PEFT directory with " +
+                                         kConfigFile + " and " + kWeightsFile + ")");
+  AdapterFiles files{dir + "/" + kConfigFile, dir + "/" + kWeightsFile};
+  if (!FileExists(files.config)) return NotFound(files.config + ": no such file (not a PEFT adapter directory?)");
+  if (!FileExists(files.weights)) {
+    if (FileExists(dir + "/adapter_model.bin"))
+      return Unsupported(dir + "/adapter_model.bin: pickled adapters are not read; save it with safe_serialization=True");
+    return NotFound(files.weights + ": no such file");
+  }
+  return files;
+}
+
+// s = lora_alpha / r (rsLoRA: / sqrt(r)) times the user's scale. An absurd alpha (1e308 is inf as
+// a float) or product would turn every update into inf/NaN and every head output into garbage:
+// refused here, naming the numbers.
+Result<float> AdapterScale(const AdapterConfig& ac, float user_scale, const std::string& dir, const std::string& config_path) {
+  const double s = ac.rslora ? ac.alpha / std::sqrt(static_cast<double>(ac.rank)) : ac.alpha / static_cast<double>(ac.rank);
+  FGEMMA_RETURN_IF_ERROR(CheckLoraScale(s, config_path + ": lora_alpha / " + (ac.rslora ? "sqrt(r)" : "r")));
+  FGEMMA_RETURN_IF_ERROR(CheckLoraScale(s * user_scale, dir + ": LoRA scale (lora_alpha / r) x scale"));
+  return static_cast<float>(s * user_scale);
+}
+
+// The A and B tensors of one (layer, projection); null where the file has none.
+struct TensorPair {
+  const SafetensorsTensor* a = nullptr;
+  const SafetensorsTensor* b = nullptr;
+};
+using LayerPairs = std::array<TensorPair, LayerWeights::kNumProjections>;
+using LayerProjections = std::array<LoraProjection, LayerWeights::kNumProjections>;
+
+// Sorts the checkpoint's tensors into pairs per (layer, projection), refusing tensors of layers
+// the base lacks, of modules the config does not target, and duplicates.
+Result<std::vector<LayerPairs>> PairTensors(const SafetensorsCheckpoint& ckpt, const AdapterConfig& ac,
+                                            const ModelConfig& config, const std::string& weights_path) {
+  std::vector<LayerPairs> pairs(static_cast<size_t>(config.num_layers));
+  for (const auto& [name, tensor] : ckpt.tensors()) {
+    FGEMMA_TRY(TensorName tn, ParseTensorName(name, weights_path));
+    if (tn.layer >= config.num_layers)
+      return InvalidArgument(weights_path + ": tensor '" + name + "' is for layer " + std::to_string(tn.layer) +
+                             " but the base has " + std::to_string(config.num_layers) + " layers");
+    if (std::find(ac.targets.begin(), ac.targets.end(), tn.module) == ac.targets.end())
+      return InvalidArgument(weights_path + ": tensor '" + name + "' adapts " + tn.module +
+                             ", which target_modules of " + kConfigFile + " does not list");
+    TensorPair& p = pairs[static_cast<size_t>(tn.layer)][static_cast<size_t>(ProjectionIndex(tn.module))];
+    const SafetensorsTensor*& slot = tn.which == 'A' ? p.a : p.b;
+    if (slot != nullptr) return InvalidArgument(weights_path + ": two tensors for '" + name + "'");
+    slot = &tensor;
+  }
+  return pairs;
+}
+
+// Both tensors of the pair of projection `index` of `layer` are there, as [r, in] and [out, r]
+// for the base's [out, in].
+Status CheckPair(const TensorPair& p, size_t layer, size_t index, const ModelConfig& config, size_t rank,
+                 const std::string& weights_path) {
+  const std::string stem = "base_model.model.model.layers." + std::to_string(layer) +
+                           (index < 4 ? ".self_attn." : ".mlp.") + LayerWeights::kProjectionNames[index];
+  if (p.a == nullptr) return InvalidArgument(weights_path + ": '" + stem + ".lora_A.weight' is missing (its lora_B is present)");
+  if (p.b == nullptr) return InvalidArgument(weights_path + ": '" + stem + ".lora_B.weight' is missing (its lora_A is present)");
+  const auto [out, in] = BaseShape(config, index);
+  auto check_shape = [&](const SafetensorsTensor& t, const std::vector<uint64_t>& want, const char* layout) -> Status {
+    if (t.shape == want) return Status::Ok();
+    return InvalidArgument(weights_path + ": tensor '" + t.name + "' has shape " + ShapeText(t.shape) + ", expected " +
+                           ShapeText(want) + " (" + layout + " for the base's " + LayerWeights::kProjectionNames[index] +
+                           " of [" + std::to_string(out) + ", " + std::to_string(in) + "], r = " + std::to_string(rank) + ")");
+  };
+  FGEMMA_RETURN_IF_ERROR(check_shape(*p.a, {rank, in}, "[r, in]"));
+  return check_shape(*p.b, {out, rank}, "[out, r]");
+}
+
+// Fills `lp` from a checked pair: A as float32, and bt = scale * B^T, whose row k holds the k-th
+// column of B, so the update is a sum of r contiguous rows.
+Status FillProjection(const TensorPair& p, size_t index, const ModelConfig& config, size_t rank, float scale,
+                      const std::string& weights_path, LoraProjection* lp) {
+  const auto [out, in] = BaseShape(config, index);
+  lp->rank = rank;
+  lp->in = in;
+  lp->out = out;
+  FGEMMA_TRY(lp->a, ToFloat(*p.a, weights_path));
+  FGEMMA_TRY(std::vector<float> b, ToFloat(*p.b, weights_path));
+  FGEMMA_RETURN_IF_ERROR(CheckFinite(lp->a, *p.a, weights_path));
+  FGEMMA_RETURN_IF_ERROR(CheckFinite(b, *p.b, weights_path));
+  lp->bt.resize(rank * out);
+  for (size_t o = 0; o < out; ++o) {
+    for (size_t k = 0; k < rank; ++k) lp->bt[k * out + o] = scale * b[o * rank + k];
+  }
+  if (!AllFinite(lp->bt))
+    return InvalidArgument(weights_path + ": tensor '" + p.b->name + "' times the scale " + std::to_string(scale) +
+                           " overflows a float");
+  lp->a_matrix = KernelMatrix{{DType::kF32, rank, in, lp->a.data()}, nullptr};
+  return Status::Ok();
+}
+
+// Fills `layers` (one entry per base layer) from the pairs; returns the largest sum of ranks over
+// the projections of one layer or of one input (LoraAdapter::max_layer_rank).
+Result<size_t> FillLayers(const std::vector<LayerPairs>& pairs, const ModelConfig& config, size_t rank, float scale,
+                          const std::string& weights_path, std::vector<LayerProjections>* layers) {
+  layers->resize(pairs.size());
+  uint64_t tensors = 0;
+  size_t max_layer_rank = 0;
+  for (size_t l = 0; l < pairs.size(); ++l) {
+    size_t layer_rank = 0, qkv_rank = 0, gate_up_rank = 0;
+    for (size_t i = 0; i < LayerWeights::kNumProjections; ++i) {
+      const TensorPair& p = pairs[l][i];
+      if (p.a == nullptr && p.b == nullptr) continue;
+      FGEMMA_RETURN_IF_ERROR(CheckPair(p, l, i, config, rank, weights_path));
+      FGEMMA_RETURN_IF_ERROR(FillProjection(p, i, config, rank, scale, weights_path, &(*layers)[l][i]));
+      layer_rank += rank;
+      if (i < 3) qkv_rank += rank;
+      if (i == 4 || i == 5) gate_up_rank += rank;
+      tensors += 2;
+    }
+    max_layer_rank = std::max({max_layer_rank, layer_rank, qkv_rank, gate_up_rank});
+  }
+  if (tensors == 0) return InvalidArgument(weights_path + ": holds no LoRA tensors");
+  return max_layer_rank;
+}
+
+// The adapter's identity: its config and weights as stored, then the user's scale.
+uint64_t AdapterFingerprint(const std::string& config_text, const SafetensorsCheckpoint& ckpt, float user_scale) {
+  uint64_t h = Hash64(config_text);
+  for (const MappedFile& f : ckpt.files()) h = Hash64(f.data(), f.size(), h);
+  uint32_t scale_bits = 0;
+  std::memcpy(&scale_bits, &user_scale, sizeof(scale_bits));
+  return Hash64(&scale_bits, sizeof(scale_bits), h);
+}
+
 }  // namespace
 
 Result<LoraSpec> ParseLoraSpec(const std::string& text) {
@@ -250,20 +408,12 @@ Result<LoraSpec> ParseLoraSpec(const std::string& text) {
 Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::Load(const std::string& dir, const ModelConfig& config,
                                                              float user_scale) {
   FGEMMA_RETURN_IF_ERROR(CheckLoraScale(user_scale, dir + ": LoRA scale"));
-  if (!IsDirectory(dir)) return NotFound(dir + ": not a directory (a LoRA adapter is a PEFT directory with " +
-                                         kConfigFile + " and " + kWeightsFile + ")");
-  const std::string config_path = dir + "/" + kConfigFile;
-  const std::string weights_path = dir + "/" + kWeightsFile;
-  if (!FileExists(config_path)) return NotFound(config_path + ": no such file (not a PEFT adapter directory?)");
-  if (!FileExists(weights_path)) {
-    if (FileExists(dir + "/adapter_model.bin"))
-      return Unsupported(dir + "/adapter_model.bin: pickled adapters are not read; save it with safe_serialization=True");
-    return NotFound(weights_path + ": no such file");
-  }
-  FGEMMA_TRY(std::string config_text, ReadFileToString(config_path));
-  FGEMMA_TRY(Json j, ParseJson(config_text, config_path));
-  FGEMMA_TRY(AdapterConfig ac, ParseConfig(j, config_path));
-  FGEMMA_TRY(auto ckpt, SafetensorsCheckpoint::Open(weights_path));
+  // The config and weights files of the PEFT directory; the config read and checked.
+  FGEMMA_TRY(AdapterFiles files, FindAdapterFiles(dir));
+  FGEMMA_TRY(std::string config_text, ReadFileToString(files.config));
+  FGEMMA_TRY(Json j, ParseJson(config_text, files.config));
+  FGEMMA_TRY(AdapterConfig ac, ParseConfig(j, files.config));
+  FGEMMA_TRY(auto ckpt, SafetensorsCheckpoint::Open(files.weights));
 
   auto adapter = std::shared_ptr<LoraAdapter>(new LoraAdapter());
   adapter->dir_ = dir;
@@ -272,88 +422,14 @@ Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::Load(const std::string& 
   adapter->rslora_ = ac.rslora;
   adapter->user_scale_ = user_scale;
   adapter->targets_ = ac.targets;
-  const double s = ac.rslora ? ac.alpha / std::sqrt(static_cast<double>(ac.rank)) : ac.alpha / static_cast<double>(ac.rank);
-  // An absurd alpha (1e308 is inf as a float) or product would turn every update into inf/NaN
-  // and every head output into garbage: refused here, naming the numbers.
-  FGEMMA_RETURN_IF_ERROR(CheckLoraScale(s, config_path + ": lora_alpha / " + (ac.rslora ? "sqrt(r)" : "r")));
-  FGEMMA_RETURN_IF_ERROR(CheckLoraScale(s * user_scale, dir + ": LoRA scale (lora_alpha / r) x scale"));
-  adapter->scale_ = static_cast<float>(s * user_scale);
-  adapter->layers_.resize(static_cast<size_t>(config.num_layers));
-
-  // Pairs the A and B tensors per (layer, projection) and checks them against the base's shapes.
-  struct Pair {
-    const SafetensorsTensor* a = nullptr;
-    const SafetensorsTensor* b = nullptr;
-  };
-  std::vector<std::array<Pair, LayerWeights::kNumProjections>> pairs(static_cast<size_t>(config.num_layers));
-  for (const auto& [name, tensor] : ckpt->tensors()) {
-    FGEMMA_TRY(TensorName tn, ParseTensorName(name, weights_path));
-    if (tn.layer >= config.num_layers)
-      return InvalidArgument(weights_path + ": tensor '" + name + "' is for layer " + std::to_string(tn.layer) +
-                             " but the base has " + std::to_string(config.num_layers) + " layers");
-    if (std::find(ac.targets.begin(), ac.targets.end(), tn.module) == ac.targets.end())
-      return InvalidArgument(weights_path + ": tensor '" + name + "' adapts " + tn.module +
-                             ", which target_modules of " + kConfigFile + " does not list");
-    Pair& p = pairs[static_cast<size_t>(tn.layer)][static_cast<size_t>(ProjectionIndex(tn.module))];
-    const SafetensorsTensor*& slot = tn.which == 'A' ? p.a : p.b;
-    if (slot != nullptr) return InvalidArgument(weights_path + ": two tensors for '" + name + "'");
-    slot = &tensor;
-  }
-
-  uint64_t tensors = 0;
-  for (size_t l = 0; l < pairs.size(); ++l) {
-    size_t layer_rank = 0, qkv_rank = 0, gate_up_rank = 0;
-    for (size_t i = 0; i < LayerWeights::kNumProjections; ++i) {
-      const Pair& p = pairs[l][i];
-      if (p.a == nullptr && p.b == nullptr) continue;
-      const std::string stem = "base_model.model.model.layers." + std::to_string(l) + (i < 4 ? ".self_attn." : ".mlp.") +
-                               LayerWeights::kProjectionNames[i];
-      if (p.a == nullptr) return InvalidArgument(weights_path + ": '" + stem + ".lora_A.weight' is missing (its lora_B is present)");
-      if (p.b == nullptr) return InvalidArgument(weights_path + ": '" + stem + ".lora_B.weight' is missing (its lora_A is present)");
-      const auto [out, in] = BaseShape(config, i);
-      const std::vector<uint64_t> want_a{ac.rank, in}, want_b{out, ac.rank};
-      if (p.a->shape != want_a)
-        return InvalidArgument(weights_path + ": tensor '" + p.a->name + "' has shape " + ShapeText(p.a->shape) +
-                               ", expected " + ShapeText(want_a) + " ([r, in] for the base's " +
-                               LayerWeights::kProjectionNames[i] + " of [" + std::to_string(out) + ", " +
-                               std::to_string(in) + "], r = " + std::to_string(ac.rank) + ")");
-      if (p.b->shape != want_b)
-        return InvalidArgument(weights_path + ": tensor '" + p.b->name + "' has shape " + ShapeText(p.b->shape) +
-                               ", expected " + ShapeText(want_b) + " ([out, r] for the base's " +
-                               LayerWeights::kProjectionNames[i] + " of [" + std::to_string(out) + ", " +
-                               std::to_string(in) + "], r = " + std::to_string(ac.rank) + ")");
-      LoraProjection& lp = adapter->layers_[l][i];
-      lp.rank = ac.rank;
-      lp.in = in;
-      lp.out = out;
-      FGEMMA_TRY(lp.a, ToFloat(*p.a, weights_path));
-      FGEMMA_TRY(std::vector<float> b, ToFloat(*p.b, weights_path));
-      FGEMMA_RETURN_IF_ERROR(CheckFinite(lp.a, *p.a, weights_path));
-      FGEMMA_RETURN_IF_ERROR(CheckFinite(b, *p.b, weights_path));
-      // bt = s * B^T: row k holds the k-th column of B, so the update is a sum of r contiguous rows.
-      lp.bt.resize(ac.rank * out);
-      for (size_t o = 0; o < out; ++o) {
-        for (size_t k = 0; k < ac.rank; ++k) lp.bt[k * out + o] = adapter->scale_ * b[o * ac.rank + k];
-      }
-      if (!AllFinite(lp.bt))
-        return InvalidArgument(weights_path + ": tensor '" + p.b->name + "' times the scale " +
-                               std::to_string(adapter->scale_) + " overflows a float");
-      lp.a_matrix = KernelMatrix{{DType::kF32, ac.rank, in, lp.a.data()}, nullptr};
-      layer_rank += ac.rank;
-      if (i < 3) qkv_rank += ac.rank;
-      if (i == 4 || i == 5) gate_up_rank += ac.rank;
-      tensors += 2;
-    }
-    adapter->max_layer_rank_ = std::max({adapter->max_layer_rank_, layer_rank, qkv_rank, gate_up_rank});
-  }
-  if (tensors == 0) return InvalidArgument(weights_path + ": holds no LoRA tensors");
-
-  // The adapter's identity: its config and weights as stored, then the user's scale.
-  uint64_t h = Hash64(config_text);
-  for (const MappedFile& f : ckpt->files()) h = Hash64(f.data(), f.size(), h);
-  uint32_t scale_bits = 0;
-  std::memcpy(&scale_bits, &user_scale, sizeof(scale_bits));
-  adapter->fingerprint_ = Hash64(&scale_bits, sizeof(scale_bits), h);
+  // The factor B is multiplied by, checked to stay finite.
+  FGEMMA_TRY(adapter->scale_, AdapterScale(ac, user_scale, dir, files.config));
+  // The A and B tensors paired per (layer, projection), checked against the base's shapes and
+  // converted to the kernels' layout.
+  FGEMMA_TRY(std::vector<LayerPairs> pairs, PairTensors(*ckpt, ac, config, files.weights));
+  FGEMMA_TRY(adapter->max_layer_rank_,
+             FillLayers(pairs, config, ac.rank, adapter->scale_, files.weights, &adapter->layers_));
+  adapter->fingerprint_ = AdapterFingerprint(config_text, *ckpt, user_scale);
   return std::shared_ptr<const LoraAdapter>(std::move(adapter));
 }
 
