@@ -38,56 +38,64 @@ std::vector<int32_t> BenchTokens(size_t n, int vocab) {
   return ids;
 }
 
-int RunBench(const BenchArgs& a) {
-  if (!a.calls.calls.empty()) {
-    CallBenchArgs c = a.calls;
-    c.model = a.model;
-    c.threads = a.threads;
-    c.json = a.json;
-    if (c.tools.empty()) return Fail("--calls needs --tools");
-    return c.clients.empty() ? RunCallBench(c) : RunClientsBench(c);
-  }
-  const double t0 = NowSeconds();
+// --calls: the function-call benchmark, with the model, threads and output format of bench.
+int RunCallsInstead(const BenchArgs& a) {
+  CallBenchArgs c = a.calls;
+  c.model = a.model;
+  c.threads = a.threads;
+  c.json = a.json;
+  if (c.tools.empty()) return Fail("--calls needs --tools");
+  return c.clients.empty() ? RunCallBench(c) : RunClientsBench(c);
+}
+
+// The model and a session whose context holds the longest prefill, decode or pass run.
+struct BenchSession {
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<Session> session;
+  size_t context = 0;
+};
+
+Result<BenchSession> OpenBenchSession(const BenchArgs& a) {
   // --threads 1 repacks on this thread too: the whole run is one thread (exact instruction counts
   // under qemu-user, scripts/arm-cost.sh).
   ModelLoadOptions mo;
   mo.prepare_threads = a.threads == 1 ? 1 : 2;
-  auto model = Model::Load(a.model, mo);
-  if (!model.ok()) return Fail(model.status().ToString());
-  std::shared_ptr<const Model> m(std::move(model).value());
+  FGEMMA_TRY(std::unique_ptr<Model> model, Model::Load(a.model, mo));
+  BenchSession b;
+  b.model = std::move(model);
   const size_t max_ctx = std::max(*std::max_element(a.decode_contexts.begin(), a.decode_contexts.end()),
                                   *std::max_element(a.prefill.begin(), a.prefill.end())) +
                          std::max(a.decode_steps, a.pass_rows.empty() ? size_t{0} : *std::max_element(a.pass_rows.begin(), a.pass_rows.end())) + 1;
   SessionOptions so;
   so.threads = a.threads;
-  auto lora = LoraAdapter::LoadFor(a.lora, *m);
-  if (!lora.ok()) return Fail(lora.status().ToString());
-  so.lora = std::move(lora).value();
-  so.context = std::min<size_t>(max_ctx, static_cast<size_t>(m->config().max_position_embeddings));
+  FGEMMA_TRY(so.lora, LoraAdapter::LoadFor(a.lora, *b.model));
+  so.context = std::min<size_t>(max_ctx, static_cast<size_t>(b.model->config().max_position_embeddings));
   so.max_batch = 512;
-  auto session = Session::Create(m, so);
-  if (!session.ok()) return Fail(session.status().ToString());
-  const double load_s = NowSeconds() - t0;
-  Session& s = *session.value();
-  const int vocab = m->config().vocab_size;
-  const auto tokens = BenchTokens(so.context, vocab);
+  FGEMMA_TRY(b.session, Session::Create(b.model, so));
+  b.context = so.context;
+  return b;
+}
 
-  struct Row {
-    std::string what;
-    size_t n;
-    double value;
-    const char* unit;
-    size_t rows = 0;  // pass_ms: rows of the pass
-  };
-  std::vector<Row> rows;
-  // Prefill: whole prompt in one call, head on the last position (as a real request does).
-  // Each figure is the median of --repetitions runs (a shared machine's outliers do not move it).
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
+struct BenchRow {
+  std::string what;
+  size_t n;
+  double value;
+  const char* unit;
+  size_t rows = 0;  // pass_ms: rows of the pass
+};
+
+// Each figure is the median of its runs (a shared machine's outliers do not move it).
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Prefill: whole prompt in one call, head on the last position (as a real request does); the
+// median of --repetitions runs.
+Status TimePrefills(const BenchArgs& a, size_t context, const std::vector<int32_t>& tokens, Session& s,
+                    std::vector<BenchRow>* rows) {
   for (size_t n : a.prefill) {
-    if (n > so.context) continue;
+    if (n > context) continue;
     std::vector<double> rates;
     for (size_t rep = 0; rep < a.repetitions; ++rep) {
       s.Reset();
@@ -96,86 +104,136 @@ int RunBench(const BenchArgs& a) {
       const double start = NowSeconds();
       Status st = s.Evaluate(std::span<const int32_t>(tokens.data(), n), std::span<HeadRequest>(&h, 1));
       const double dt = NowSeconds() - start;
-      if (!st.ok()) return Fail(st.ToString());
+      FGEMMA_RETURN_IF_ERROR(st);
       rates.push_back(static_cast<double>(n) / dt);
     }
-    rows.push_back({"prefill_tok_per_s", n, median(rates), "tok/s"});
+    rows->push_back({"prefill_tok_per_s", n, Median(rates), "tok/s"});
   }
-  // Passes of R rows (what a drafted verification or a batch of sessions costs; issue 14): the
-  // body only, no head, at each decode context reached by zero-filling the KV cache (the same
-  // attention work as real keys). The median of --repetitions passes.
+  return Status::Ok();
+}
+
+// Passes of R rows (what a drafted verification or a batch of sessions costs; issue 14): the
+// body only, no head, at each decode context reached by zero-filling the KV cache (the same
+// attention work as real keys). The median of --repetitions passes.
+Status TimePasses(const BenchArgs& a, size_t context, const std::vector<int32_t>& tokens, Session& s,
+                  std::vector<BenchRow>* rows) {
   for (size_t ctx : a.decode_contexts) {
     for (size_t r : a.pass_rows) {
-      if (r == 0 || ctx + r > so.context) continue;
+      if (r == 0 || ctx + r > context) continue;
       std::vector<double> times;
       for (size_t rep = 0; rep < a.repetitions; ++rep) {
         s.Reset();
-        if (Status st = s.JumpWithZeroState(ctx); !st.ok()) return Fail(st.ToString());
+        FGEMMA_RETURN_IF_ERROR(s.JumpWithZeroState(ctx));
         const double start = NowSeconds();
-        if (Status st = s.Evaluate(std::span<const int32_t>(tokens.data() + ctx, r)); !st.ok()) return Fail(st.ToString());
+        FGEMMA_RETURN_IF_ERROR(s.Evaluate(std::span<const int32_t>(tokens.data() + ctx, r)));
         times.push_back((NowSeconds() - start) * 1000.0);
       }
-      rows.push_back({"pass_ms", ctx, median(times), "ms", r});
+      rows->push_back({"pass_ms", ctx, Median(times), "ms", r});
     }
   }
-  // Decode: prefill to the context, then time greedy steps with the fused argmax head.
+  return Status::Ok();
+}
+
+// Decode: prefill (or zero-fill) to the context, then time greedy steps with the fused argmax
+// head. Each step is timed; the figure is the median step.
+Status TimeDecodes(const BenchArgs& a, size_t context, const std::vector<int32_t>& tokens, Session& s,
+                   std::vector<BenchRow>* rows) {
   for (size_t ctx : a.decode_contexts) {
-    if (ctx + a.decode_steps > so.context) continue;
+    if (ctx + a.decode_steps > context) continue;
     s.Reset();
     if (a.zero_fill) {
-      if (Status st = s.JumpWithZeroState(ctx); !st.ok()) return Fail(st.ToString());
-    } else if (Status st = s.Evaluate(std::span<const int32_t>(tokens.data(), ctx)); !st.ok()) {
-      return Fail(st.ToString());
+      FGEMMA_RETURN_IF_ERROR(s.JumpWithZeroState(ctx));
+    } else {
+      FGEMMA_RETURN_IF_ERROR(s.Evaluate(std::span<const int32_t>(tokens.data(), ctx)));
     }
-    // Each step is timed; the figure is the median step (robust to a shared machine's hiccups).
     std::vector<double> times;
     int32_t next = tokens[ctx];
     for (size_t i = 0; i < a.decode_steps; ++i) {
       HeadRequest h;
       const double start = NowSeconds();
-      if (Status st = s.Evaluate(std::span<const int32_t>(&next, 1), std::span<HeadRequest>(&h, 1)); !st.ok())
-        return Fail(st.ToString());
+      FGEMMA_RETURN_IF_ERROR(s.Evaluate(std::span<const int32_t>(&next, 1), std::span<HeadRequest>(&h, 1)));
       times.push_back((NowSeconds() - start) * 1000.0);
       next = h.argmax;
     }
-    rows.push_back({"decode_ms_per_token", ctx, median(times), "ms"});
+    rows->push_back({"decode_ms_per_token", ctx, Median(times), "ms"});
   }
-  const double peak_mb = static_cast<double>(PeakRssBytes()) / (1024.0 * 1024.0);
-  const double kv_sliding_mb = static_cast<double>(s.kv_cache().bytes(LayerKind::kSliding)) / (1024.0 * 1024.0);
-  const double kv_global_mb = static_cast<double>(s.kv_cache().bytes(LayerKind::kGlobal)) / (1024.0 * 1024.0);
-  const double weights_mb = static_cast<double>(m->weight_bytes()) / (1024.0 * 1024.0);
+  return Status::Ok();
+}
+
+// Load time and memory, in MiB, taken once the runs are done.
+struct BenchFigures {
+  double load_s = 0, peak_mb = 0, kv_sliding_mb = 0, kv_global_mb = 0, weights_mb = 0;
+};
+
+BenchFigures MeasureFigures(double load_s, const Model& m, const Session& s) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  return {load_s, static_cast<double>(PeakRssBytes()) / kMiB,
+          static_cast<double>(s.kv_cache().bytes(LayerKind::kSliding)) / kMiB,
+          static_cast<double>(s.kv_cache().bytes(LayerKind::kGlobal)) / kMiB, static_cast<double>(m.weight_bytes()) / kMiB};
+}
+
+void PrintBenchJson(const BenchArgs& a, const BenchSession& b, const std::vector<BenchRow>& rows, const BenchFigures& f) {
+  const Model& m = *b.model;
+  const Session& s = *b.session;
+  std::printf("{\"model\":\"%s\",\"config\":\"%s\",\"weights\":\"%s\",\"weight_mib\":%.1f,\"threads\":%d,\"kernel\":\"%s\",\"load_s\":%.4f,",
+              a.model.c_str(), m.config().name.c_str(), m.weight_type_name().c_str(), f.weights_mb,
+              s.pool().num_threads(), KernelTargetName(), f.load_s);
+  if (const LoraAdapter* l = s.lora())
+    std::printf("\"lora\":{\"dir\":%s,\"rank\":%zu,\"scale\":%g,\"mib\":%.1f},", Json(l->dir()).dump().c_str(),
+                l->rank(), l->scale(), static_cast<double>(l->bytes()) / (1024.0 * 1024.0));
+  std::printf("\"results\":[");
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::printf("%s{\"metric\":\"%s\",\"n\":%zu,%s\"value\":%.4f}", i ? "," : "", rows[i].what.c_str(), rows[i].n,
+                rows[i].rows ? ("\"rows\":" + std::to_string(rows[i].rows) + ",").c_str() : "", rows[i].value);
+  std::printf("],\"kv_sliding_mib\":%.1f,\"kv_global_mib\":%.1f,\"context\":%zu,\"peak_rss_mib\":%.1f}\n",
+              f.kv_sliding_mb, f.kv_global_mb, b.context, f.peak_mb);
+}
+
+void PrintBenchText(const BenchArgs& a, const BenchSession& b, const std::vector<BenchRow>& rows, const BenchFigures& f) {
+  const Model& m = *b.model;
+  const Session& s = *b.session;
+  std::printf("model     %s (%s, %s weights, %.1f MiB mapped)\n", a.model.c_str(), m.config().name.c_str(),
+              m.weight_type_name().c_str(), f.weights_mb);
+  if (const LoraAdapter* l = s.lora())
+    std::printf("lora      %s (r %zu, scale %g, %zu modules, %.1f MiB float32)\n", l->dir().c_str(), l->rank(), l->scale(),
+                l->target_modules().size(), static_cast<double>(l->bytes()) / (1024.0 * 1024.0));
+  std::printf("threads   %d, kernels %s\n", s.pool().num_threads(), KernelTargetName());
+  std::printf("load      %.3f s\n", f.load_s);
+  for (const auto& r : rows) {
+    if (r.what == "prefill_tok_per_s")
+      std::printf("prefill   %5zu tokens: %10.1f tok/s\n", r.n, r.value);
+    else if (r.what == "pass_ms")
+      std::printf("pass      ctx %5zu, %3zu rows: %8.2f ms (%.3f ms/row)\n", r.n, r.rows, r.value,
+                  r.value / static_cast<double>(r.rows));
+    else
+      std::printf("decode    ctx %5zu:    %10.2f ms/token (%.1f tok/s)\n", r.n, r.value, 1000.0 / r.value);
+  }
+  std::printf("KV cache  %.1f MiB sliding (ring), %.1f MiB global, context %zu\n", f.kv_sliding_mb, f.kv_global_mb, b.context);
+  std::printf("peak RSS  %.1f MiB\n", f.peak_mb);
+}
+
+int RunBench(const BenchArgs& a) {
+  if (!a.calls.calls.empty()) return RunCallsInstead(a);
+  // Model, adapter and session: the load time covers all three.
+  const double t0 = NowSeconds();
+  auto opened = OpenBenchSession(a);
+  if (!opened.ok()) return Fail(opened.status().ToString());
+  const double load_s = NowSeconds() - t0;
+  const BenchSession& b = opened.value();
+  Session& s = *b.session;
+  const auto tokens = BenchTokens(b.context, b.model->config().vocab_size);
+  // The timed runs, in the order of the report: prefill, passes, decode.
+  std::vector<BenchRow> rows;
+  Status st = TimePrefills(a, b.context, tokens, s, &rows);
+  if (st.ok()) st = TimePasses(a, b.context, tokens, s, &rows);
+  if (st.ok()) st = TimeDecodes(a, b.context, tokens, s, &rows);
+  if (!st.ok()) return Fail(st.ToString());
+  // Memory once the runs are done (the peak RSS includes them), then the report.
+  const BenchFigures figures = MeasureFigures(load_s, *b.model, s);
   if (a.json) {
-    std::printf("{\"model\":\"%s\",\"config\":\"%s\",\"weights\":\"%s\",\"weight_mib\":%.1f,\"threads\":%d,\"kernel\":\"%s\",\"load_s\":%.4f,",
-                a.model.c_str(), m->config().name.c_str(), m->weight_type_name().c_str(), weights_mb,
-                s.pool().num_threads(), KernelTargetName(), load_s);
-    if (const LoraAdapter* l = s.lora())
-      std::printf("\"lora\":{\"dir\":%s,\"rank\":%zu,\"scale\":%g,\"mib\":%.1f},", Json(l->dir()).dump().c_str(),
-                  l->rank(), l->scale(), static_cast<double>(l->bytes()) / (1024.0 * 1024.0));
-    std::printf("\"results\":[");
-    for (size_t i = 0; i < rows.size(); ++i)
-      std::printf("%s{\"metric\":\"%s\",\"n\":%zu,%s\"value\":%.4f}", i ? "," : "", rows[i].what.c_str(), rows[i].n,
-                  rows[i].rows ? ("\"rows\":" + std::to_string(rows[i].rows) + ",").c_str() : "", rows[i].value);
-    std::printf("],\"kv_sliding_mib\":%.1f,\"kv_global_mib\":%.1f,\"context\":%zu,\"peak_rss_mib\":%.1f}\n",
-                kv_sliding_mb, kv_global_mb, so.context, peak_mb);
+    PrintBenchJson(a, b, rows, figures);
   } else {
-    std::printf("model     %s (%s, %s weights, %.1f MiB mapped)\n", a.model.c_str(), m->config().name.c_str(),
-                m->weight_type_name().c_str(), weights_mb);
-    if (const LoraAdapter* l = s.lora())
-      std::printf("lora      %s (r %zu, scale %g, %zu modules, %.1f MiB float32)\n", l->dir().c_str(), l->rank(), l->scale(),
-                  l->target_modules().size(), static_cast<double>(l->bytes()) / (1024.0 * 1024.0));
-    std::printf("threads   %d, kernels %s\n", s.pool().num_threads(), KernelTargetName());
-    std::printf("load      %.3f s\n", load_s);
-    for (const auto& r : rows) {
-      if (r.what == "prefill_tok_per_s")
-        std::printf("prefill   %5zu tokens: %10.1f tok/s\n", r.n, r.value);
-      else if (r.what == "pass_ms")
-        std::printf("pass      ctx %5zu, %3zu rows: %8.2f ms (%.3f ms/row)\n", r.n, r.rows, r.value,
-                    r.value / static_cast<double>(r.rows));
-      else
-        std::printf("decode    ctx %5zu:    %10.2f ms/token (%.1f tok/s)\n", r.n, r.value, 1000.0 / r.value);
-    }
-    std::printf("KV cache  %.1f MiB sliding (ring), %.1f MiB global, context %zu\n", kv_sliding_mb, kv_global_mb, so.context);
-    std::printf("peak RSS  %.1f MiB\n", peak_mb);
+    PrintBenchText(a, b, rows, figures);
   }
   return 0;
 }
