@@ -96,6 +96,7 @@ struct ModeResult {
 
 }  // namespace
 
+
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -137,17 +138,17 @@ Result<std::vector<CallRequest>> BenchRequests(const CallBenchArgs& a, const std
   return requests;
 }
 
-int RunCallBench(const CallBenchArgs& a) {
-  auto cases = ReadBenchCases(a.calls);
-  if (!cases.ok()) return Fail(cases.status().ToString());
-  auto engine = Engine::Load(a.model, LoadOptions{.tokenizer_path = a.tokenizer});
-  if (!engine.ok()) return Fail(engine.status().ToString());
-  // Both modes side by side, call by call (one caller each), so load on a shared machine falls on
-  // both alike.
+namespace {
+
+// The two callers, [0] without drafts and [1] with them, and the draft trace of the first timed
+// round (--trace-drafts). Not movable: the trace callback holds its address.
+struct BenchCallers {
   std::unique_ptr<FunctionCaller> callers[2];
-  ModeResult results[2];
   DraftTally tally;
   bool tracing = false;  // the first timed round, with --trace-drafts
+};
+
+Status MakeCallers(Engine& engine, const CallBenchArgs& a, BenchCallers* b) {
   for (int d = 0; d < 2; ++d) {
     EngineConfig config;
     config.threads = a.threads;
@@ -157,50 +158,65 @@ int RunCallBench(const CallBenchArgs& a) {
     if (a.draft_lookups > 0) config.decoding.draft_lookups = a.draft_lookups;
     if (a.draft_guessers >= 0) config.decoding.draft_guessers = static_cast<uint32_t>(a.draft_guessers);
     if (a.trace_drafts && d == 1) {
-      config.decoding.on_draft_pass = [&tally, &tracing, &callers](const DraftPassTrace& t) {
-        if (tracing) TracePass(t, callers[1]->constraint_vocab(), &tally);
+      config.decoding.on_draft_pass = [b](const DraftPassTrace& t) {
+        if (b->tracing) TracePass(t, b->callers[1]->constraint_vocab(), &b->tally);
       };
     }
-    auto caller = engine.value()->NewCaller(config);
-    if (!caller.ok()) return Fail(caller.status().ToString());
-    callers[d] = std::move(caller).value();
+    FGEMMA_TRY(b->callers[d], engine.NewCaller(config));
   }
-  auto requests = BenchRequests(a, cases.value());
-  if (!requests.ok()) return Fail(requests.status().ToString());
-  for (size_t round = 0; round <= a.rounds; ++round) {
-    for (size_t i = 0; i < cases->size(); ++i) {
-      const BenchCase& c = cases.value()[i];
-      for (int d = 0; d < 2; ++d) {
-        FunctionCaller& caller = *callers[d];
-        ModeResult& r = results[d];
-        tracing = a.trace_drafts && round == 1 && d == 1;
-        if (tracing) std::fprintf(stderr, "call %zu: %s\n", i, c.utterance.c_str());
-        FollowText follow(caller.constraint_vocab(), c.output);
-        if (!a.own_calls) caller.set_choice_hook(&follow);
-        const double cpu0 = ProcessCpuMs();
-        auto outcome = caller.Call(requests.value()[i]);
-        const double cpu = ProcessCpuMs() - cpu0;
-        caller.set_choice_hook(nullptr);
-        if (!outcome.ok()) return Fail("'" + c.utterance + "': " + outcome.status().ToString());
-        if (tracing) {
-          std::fprintf(stderr, "  = %zu passes, %zu guessed, %zu confirmed\n", outcome->stats.model_calls,
-                       outcome->stats.drafted_tokens, outcome->stats.accepted_tokens);
-        }
-        if (a.own_calls && round == 1 && d == 1 && !a.json) {
-          std::printf("%s -> %s\n", c.utterance.c_str(), CallOutcomeToJson(outcome.value())["calls"].dump().c_str());
-        }
-        if (round == 0) continue;
-        r.ms.push_back(outcome->timing.total_ms);
-        r.cpu_ms.push_back(cpu);
-        ++r.calls;
-        r.tokens += outcome->output_tokens.size();
-        r.passes += outcome->stats.model_calls;
-        r.drafted += outcome->stats.drafted_tokens;
-        r.accepted += outcome->stats.accepted_tokens;
+  return Status::Ok();
+}
+
+// One call, written as the case's output (unless --own-calls); `cpu_ms` gets the process CPU time
+// it took.
+Result<CallOutcome> WriteCall(const CallBenchArgs& a, FunctionCaller& caller, const BenchCase& c,
+                              const CallRequest& request, double* cpu_ms) {
+  FollowText follow(caller.constraint_vocab(), c.output);
+  if (!a.own_calls) caller.set_choice_hook(&follow);
+  const double cpu0 = ProcessCpuMs();
+  auto outcome = caller.Call(request);
+  *cpu_ms = ProcessCpuMs() - cpu0;
+  caller.set_choice_hook(nullptr);
+  return outcome;
+}
+
+void CountCall(const CallOutcome& outcome, double cpu_ms, ModeResult* r) {
+  r->ms.push_back(outcome.timing.total_ms);
+  r->cpu_ms.push_back(cpu_ms);
+  ++r->calls;
+  r->tokens += outcome.output_tokens.size();
+  r->passes += outcome.stats.model_calls;
+  r->drafted += outcome.stats.drafted_tokens;
+  r->accepted += outcome.stats.accepted_tokens;
+}
+
+// Round `round` over the set (0: untimed), the two modes alternating call by call; returns the
+// exit code of a failed call, or 0.
+int RunRound(const CallBenchArgs& a, size_t round, const std::vector<BenchCase>& cases,
+             const std::vector<CallRequest>& requests, BenchCallers* b, ModeResult results[2]) {
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const BenchCase& c = cases[i];
+    for (int d = 0; d < 2; ++d) {
+      b->tracing = a.trace_drafts && round == 1 && d == 1;
+      if (b->tracing) std::fprintf(stderr, "call %zu: %s\n", i, c.utterance.c_str());
+      double cpu = 0;
+      auto outcome = WriteCall(a, *b->callers[d], c, requests[i], &cpu);
+      if (!outcome.ok()) return Fail("'" + c.utterance + "': " + outcome.status().ToString());
+      if (b->tracing) {
+        std::fprintf(stderr, "  = %zu passes, %zu guessed, %zu confirmed\n", outcome->stats.model_calls,
+                     outcome->stats.drafted_tokens, outcome->stats.accepted_tokens);
       }
+      if (a.own_calls && round == 1 && d == 1 && !a.json) {
+        std::printf("%s -> %s\n", c.utterance.c_str(), CallOutcomeToJson(outcome.value())["calls"].dump().c_str());
+      }
+      if (round > 0) CountCall(outcome.value(), cpu, &results[d]);
     }
   }
-  if (a.trace_drafts) PrintTally(tally, cases->size());
+  return 0;
+}
+
+// Per-call means and latency percentiles of each mode, keyed no_draft and draft.
+Json ModesJson(const ModeResult results[2]) {
   Json modes = Json::object();
   for (int d = 0; d < 2; ++d) {
     const ModeResult& r = results[d];
@@ -219,14 +235,11 @@ int RunCallBench(const CallBenchArgs& a) {
                                               return s / n;
                                             }()}};
   }
-  const Json out = {{"model", a.model}, {"calls_file", a.calls}, {"distinct_calls", cases->size()},
-                    {"rounds", a.rounds}, {"threads", a.threads}, {"kernels", KernelTargetName()},
-                    {"tool_choice", a.tool_choice}, {"modes", modes}};
-  if (a.json) {
-    std::printf("%s\n", out.dump().c_str());
-    return 0;
-  }
-  std::printf("%zu calls x %zu rounds, warm, tool_choice %s, kernels %s\n", cases->size(), a.rounds,
+  return modes;
+}
+
+void PrintModesTable(const CallBenchArgs& a, size_t distinct_calls, const Json& modes) {
+  std::printf("%zu calls x %zu rounds, warm, tool_choice %s, kernels %s\n", distinct_calls, a.rounds,
               a.tool_choice.c_str(), KernelTargetName());
   std::printf("%-9s %8s %8s %8s %8s %9s %9s %9s\n", "mode", "tokens", "passes", "drafted", "accepted", "p50 ms", "p95 ms",
               "cpu p50");
@@ -237,6 +250,38 @@ int RunCallBench(const CallBenchArgs& a) {
                 j["accepted_per_call"].get<double>(), j["p50_ms"].get<double>(), j["p95_ms"].get<double>(),
                 j["cpu_p50_ms"].get<double>());
   }
+}
+
+}  // namespace
+
+int RunCallBench(const CallBenchArgs& a) {
+  // The set of calls and the engine that serves them.
+  auto cases = ReadBenchCases(a.calls);
+  if (!cases.ok()) return Fail(cases.status().ToString());
+  auto engine = Engine::Load(a.model, LoadOptions{.tokenizer_path = a.tokenizer});
+  if (!engine.ok()) return Fail(engine.status().ToString());
+  // Both modes side by side, call by call (one caller each), so load on a shared machine falls on
+  // both alike.
+  BenchCallers callers;
+  if (Status st = MakeCallers(*engine.value(), a, &callers); !st.ok()) return Fail(st.ToString());
+  auto requests = BenchRequests(a, cases.value());
+  if (!requests.ok()) return Fail(requests.status().ToString());
+  // One untimed round (it builds the catalog state and fills the history), then the timed ones.
+  ModeResult results[2];
+  for (size_t round = 0; round <= a.rounds; ++round) {
+    if (int code = RunRound(a, round, cases.value(), requests.value(), &callers, results); code != 0) return code;
+  }
+  if (a.trace_drafts) PrintTally(callers.tally, cases->size());
+  // The report: one JSON object, or a table.
+  const Json modes = ModesJson(results);
+  if (a.json) {
+    const Json out = {{"model", a.model}, {"calls_file", a.calls}, {"distinct_calls", cases->size()},
+                      {"rounds", a.rounds}, {"threads", a.threads}, {"kernels", KernelTargetName()},
+                      {"tool_choice", a.tool_choice}, {"modes", modes}};
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  }
+  PrintModesTable(a, cases->size(), modes);
   return 0;
 }
 
