@@ -38,8 +38,10 @@ std::string ChatRequest(const std::string& body, const std::string& extra = "") 
          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
-// /health's latency in seconds (a failure when it is not answered 200 within `bound_s`).
-double HealthSeconds(int port, double bound_s = 1.0) {
+// /health's latency in seconds (a failure when it is not answered 200 within `bound_s`). The bound
+// tells "answered beside the attack" from "answered after it" (the attacks hold their connections
+// for 5-10 s); it is not a speed target: a loaded machine answered in 1.4 s while builds ran.
+double HealthSeconds(int port, double bound_s = 3.0) {
   httplib::Client c("127.0.0.1", port);
   c.set_connection_timeout(5, 0);
   c.set_read_timeout(5, 0);
@@ -258,7 +260,7 @@ TEST_F(HostileHttp, IdleConnectionsDoNotDelayHealth) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   double worst = 0;
-  for (int i = 0; i < 5; ++i) worst = std::max(worst, HealthSeconds(server_->port(), 0.5));
+  for (int i = 0; i < 5; ++i) worst = std::max(worst, HealthSeconds(server_->port(), 2.0));
   for (int fd : fds) close(fd);
   std::printf("[ hostile ] 128 idle connections: /health worst %.1f ms\n", worst * 1000);
 }
