@@ -318,7 +318,9 @@ Status CheckPair(const TensorPair& p, size_t layer, size_t index, const ModelCon
                            (index < 4 ? ".self_attn." : ".mlp.") + LayerWeights::kProjectionNames[index];
   if (p.a == nullptr) return InvalidArgument(weights_path + ": '" + stem + ".lora_A.weight' is missing (its lora_B is present)");
   if (p.b == nullptr) return InvalidArgument(weights_path + ": '" + stem + ".lora_B.weight' is missing (its lora_A is present)");
-  const auto [out, in] = BaseShape(config, index);
+  // Named copies, not a structured binding: clang 14 (the asan preset) cannot capture those.
+  const auto base = BaseShape(config, index);
+  const size_t out = base.first, in = base.second;
   auto check_shape = [&](const SafetensorsTensor& t, const std::vector<uint64_t>& want, const char* layout) -> Status {
     if (t.shape == want) return Status::Ok();
     return InvalidArgument(weights_path + ": tensor '" + t.name + "' has shape " + ShapeText(t.shape) + ", expected " +
