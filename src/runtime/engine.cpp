@@ -32,9 +32,7 @@ Result<std::shared_ptr<const LoraAdapter>> Engine::Adapter(const LoraSpec& spec)
   if (spec.dir.empty()) return std::shared_ptr<const LoraAdapter>();
   std::lock_guard<std::mutex> lock(mu_);
   std::erase_if(adapters_, [](const AdapterEntry& e) { return e.adapter.expired(); });
-  for (const AdapterEntry& e : adapters_)
-    if (SameSpec(e.spec, spec))
-      if (auto adapter = e.adapter.lock()) return adapter;
+  if (auto adapter = FindAdapterLocked(spec)) return adapter;
   FGEMMA_TRY(std::shared_ptr<const LoraAdapter> adapter, LoraAdapter::LoadFor(spec, *loaded_.model));
   adapters_.push_back({spec, adapter});
   return adapter;
@@ -45,31 +43,33 @@ Result<std::shared_ptr<PassBatcher>> Engine::JoinPassGroup(const EngineConfig& c
   const int threads = ResolvedThreads(config.threads);
   std::lock_guard<std::mutex> lock(mu_);
   std::erase_if(groups_, [](const GroupEntry& g) { return g.batcher.expired(); });
-  for (const GroupEntry& g : groups_) {
-    if (g.threads != threads || g.context != config.context || g.rows != config.pass_rows || g.lora != lora.get())
-      continue;
-    if (auto batcher = g.batcher.lock()) return batcher;
-  }
+  if (auto batcher = FindGroupLocked(config, lora.get())) return batcher;
   FGEMMA_TRY(std::shared_ptr<PassBatcher> batcher,
              PassBatcher::Create(loaded_.model, config.pass_rows, config.context, SharedThreadPool(threads), lora));
   groups_.push_back({threads, config.context, config.pass_rows, lora.get(), batcher});
   return batcher;
 }
 
-std::shared_ptr<PassBatcher> Engine::PassGroup(const EngineConfig& config) {
-  const LoraAdapter* lora = nullptr;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!config.lora.dir.empty()) {
-    auto it = std::find_if(adapters_.begin(), adapters_.end(),
-                           [&](const AdapterEntry& e) { return SameSpec(e.spec, config.lora); });
-    if (it == adapters_.end() || it->adapter.expired()) return nullptr;
-    lora = it->adapter.lock().get();
-  }
+std::shared_ptr<const LoraAdapter> Engine::FindAdapterLocked(const LoraSpec& spec) const {
+  for (const AdapterEntry& e : adapters_)
+    if (SameSpec(e.spec, spec))
+      if (auto adapter = e.adapter.lock()) return adapter;
+  return nullptr;
+}
+
+std::shared_ptr<PassBatcher> Engine::FindGroupLocked(const EngineConfig& config, const LoraAdapter* lora) const {
+  const int threads = ResolvedThreads(config.threads);
   for (const GroupEntry& g : groups_)
-    if (g.threads == ResolvedThreads(config.threads) && g.context == config.context && g.rows == config.pass_rows &&
-        g.lora == lora)
+    if (g.threads == threads && g.context == config.context && g.rows == config.pass_rows && g.lora == lora)
       if (auto batcher = g.batcher.lock()) return batcher;
   return nullptr;
+}
+
+std::shared_ptr<PassBatcher> Engine::PassGroup(const EngineConfig& config) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::shared_ptr<const LoraAdapter> lora = FindAdapterLocked(config.lora);
+  if (!config.lora.dir.empty() && lora == nullptr) return nullptr;
+  return FindGroupLocked(config, lora.get());
 }
 
 std::vector<std::shared_ptr<PassBatcher>> Engine::LivePassGroups() {

@@ -73,6 +73,10 @@ class Engine {
 
  private:
   Engine(LoadedModel loaded, EngineConfig config) : loaded_(std::move(loaded)), config_(std::move(config)) {}
+  // With mu_ held: the live adapter of `spec`, and the live group of config's threads, context and
+  // rows over `lora` (null when there is none).
+  std::shared_ptr<const LoraAdapter> FindAdapterLocked(const LoraSpec& spec) const;
+  std::shared_ptr<PassBatcher> FindGroupLocked(const EngineConfig& config, const LoraAdapter* lora) const;
   // The group of (threads, context, rows, adapter), made if none is alive.
   Result<std::shared_ptr<PassBatcher>> JoinPassGroup(const EngineConfig& config,
                                                      const std::shared_ptr<const LoraAdapter>& lora);
