@@ -47,17 +47,26 @@ struct ExpandedJob {
 // KQuantMinWeights), a float dot product in a fixed order (vector lanes, then the lane sum, then the
 // tail), the same whatever the batch or slice.
 // `mins` is read as bytes: an expanded row need not be 4-byte aligned (float loads from an unaligned
-// address fault on 32-bit Arm).
+// address fault on 32-bit Arm). A byte vector bit-cast to floats, not a copy through the stack: the
+// copy's two 16-byte stores could not forward to the 32-byte load and stalled every step (45 % of
+// q4_K's kernel time on AVX2).
+template <class DFloat>
+HWY_INLINE hn::Vec<DFloat> LoadFloatBytes(DFloat df, const uint8_t* p) {
+#if HWY_TARGET == HWY_SCALAR
+  float v;
+  std::memcpy(&v, p, 4);
+  return hn::Set(df, v);
+#else
+  return hn::BitCast(df, hn::LoadU(hn::Repartition<uint8_t, DFloat>(), p));
+#endif
+}
+
 HWY_INLINE float MinFold(const uint8_t* mins, const float* t, size_t nb) {
   const hn::ScalableTag<float> df;
   const size_t n = hn::Lanes(df);
-  HWY_ALIGN float chunk[hn::MaxLanes(df)];
   auto acc = hn::Zero(df);
   size_t b = 0;
-  for (; b + n <= nb; b += n) {
-    std::memcpy(chunk, mins + 4 * b, 4 * n);
-    acc = hn::MulAdd(hn::Load(df, chunk), hn::LoadU(df, t + b), acc);
-  }
+  for (; b + n <= nb; b += n) acc = hn::MulAdd(LoadFloatBytes(df, mins + 4 * b), hn::LoadU(df, t + b), acc);
   float m = SumOfVector(df, acc);
   for (; b < nb; ++b) {
     float min;
@@ -71,96 +80,132 @@ HWY_INLINE float MinFold(const uint8_t* mins, const float* t, size_t nb) {
 // AVX2 (and the AVX-512 targets, which run the same instructions: a vpdpbusd version waits for a
 // machine to test it on): a block a vector; maddubs(|w|, sign(x, w)) + madd gives 8 int32 lanes,
 // 0-3 the first 16 values, 4-7 the second (|w| <= 32, |x| <= 127: the int16 pair sums cannot
-// saturate).
-template <size_t kT>
-HWY_INLINE void RowDots(const ExpandedJob& job, const int8_t* q, const uint8_t* scales, const uint8_t* const* x,
-                        float* out) {
+// saturate). kR rows x kT tokens a tile: each token's block is loaded once for the kR rows, each
+// row's block once for the kT tokens; every (row, token) takes the same operations in the same
+// order whatever the tile, so any tile shape gives the same bits.
+constexpr size_t kTileRows = 2, kTileTokens = 4;
+
+template <size_t kR, size_t kT>
+HWY_INLINE void RowDots(const ExpandedJob& job, const uint8_t* const (&rows)[kR], const uint8_t* const (&x)[kT],
+                        float (&out)[kR][kT]) {
   const size_t nb = job.cols / kQuantBlockValues;
-  __m256 acc[kT];
-  for (size_t t = 0; t < kT; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc[kR][kT];
+  for (size_t r = 0; r < kR; ++r) {
+    for (size_t t = 0; t < kT; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
   for (size_t b = 0; b < nb; ++b) {
-    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * b));
-    const __m256i wabs = _mm256_sign_epi8(w, w);
-    float s[2];
-    std::memcpy(s, scales + 8 * b, 8);
-    const __m256 sc = _mm256_set_m128(_mm_set1_ps(s[1]), _mm_set1_ps(s[0]));
+    __m256i w[kR], wabs[kR];
+    __m256 sc[kR];
+    for (size_t r = 0; r < kR; ++r) {
+      w[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + 32 * b));
+      wabs[r] = _mm256_sign_epi8(w[r], w[r]);
+      float s[2];
+      std::memcpy(s, rows[r] + job.cols + 8 * b, 8);
+      sc[r] = _mm256_set_m128(_mm_set1_ps(s[1]), _mm_set1_ps(s[0]));
+    }
     for (size_t t = 0; t < kT; ++t) {
       const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t] + 32 * b));
-      const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(xq, w)), _mm256_set1_epi16(1));
       const __m256 dx = _mm256_loadu_ps(reinterpret_cast<const float*>(x[t] + job.layout.d8_offset + 32 * b));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(sc, dx), acc[t]);
+      for (size_t r = 0; r < kR; ++r) {
+        const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(xq, w[r])), ones);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(sc[r], dx), acc[r][t]);
+      }
     }
   }
   const hn::Full256<float> df;
-  for (size_t t = 0; t < kT; ++t) out[t] = SumOfVector(df, hn::Vec256<float>{acc[t]});
+  for (size_t r = 0; r < kR; ++r) {
+    for (size_t t = 0; t < kT; ++t) out[r][t] = SumOfVector(df, hn::Vec256<float>{acc[r][t]});
+  }
 }
 #else
 // Portable Highway code: int16 lanes (at most 16, so a vector never straddles two scales),
-// widening multiply-accumulate.
-template <size_t kT>
-HWY_INLINE void RowDots(const ExpandedJob& job, const int8_t* q, const uint8_t* scales, const uint8_t* const* x,
-                        float* out) {
+// widening multiply-accumulate; one row at a time.
+constexpr size_t kTileRows = 1, kTileTokens = 4;
+
+template <size_t kR, size_t kT>
+HWY_INLINE void RowDots(const ExpandedJob& job, const uint8_t* const (&rows)[kR], const uint8_t* const (&x)[kT],
+                        float (&out)[kR][kT]) {
   const D16 d16;
   const D32 d32;
   const DF df;
   const D8 d8;
-  hn::Vec<DF> acc[kT];
-  for (size_t t = 0; t < kT; ++t) acc[t] = hn::Zero(df);
   const size_t nb = job.cols / kQuantBlockValues;
-  for (size_t b = 0; b < nb; ++b) {
-    hn::Vec<D16> w[2 * kChunks];
-    for (size_t c = 0; c < 2 * kChunks; ++c) w[c] = hn::PromoteTo(d16, hn::LoadU(d8, q + 32 * b + c * kLanes16));
-    float scale[2];
-    std::memcpy(scale, scales + 8 * b, 8);
-    for (size_t t = 0; t < kT; ++t) {
-      const auto* xq = reinterpret_cast<const int8_t*>(x[t] + 32 * b);
-      float dx;
-      std::memcpy(&dx, x[t] + job.layout.d8_offset + 32 * b, 4);
-      for (size_t h = 0; h < 2; ++h) {
-        auto s0 = hn::Zero(d32), s1 = hn::Zero(d32);
-        for (size_t c = h * kChunks; c < (h + 1) * kChunks; ++c) {
-          s0 = hn::ReorderWidenMulAccumulate(d32, w[c], hn::PromoteTo(d16, hn::LoadU(d8, xq + c * kLanes16)), s0, s1);
+  for (size_t r = 0; r < kR; ++r) {
+    const auto* q = reinterpret_cast<const int8_t*>(rows[r]);
+    const uint8_t* scales = rows[r] + job.cols;
+    hn::Vec<DF> acc[kT];
+    for (size_t t = 0; t < kT; ++t) acc[t] = hn::Zero(df);
+    for (size_t b = 0; b < nb; ++b) {
+      hn::Vec<D16> w[2 * kChunks];
+      for (size_t c = 0; c < 2 * kChunks; ++c) w[c] = hn::PromoteTo(d16, hn::LoadU(d8, q + 32 * b + c * kLanes16));
+      float scale[2];
+      std::memcpy(scale, scales + 8 * b, 8);
+      for (size_t t = 0; t < kT; ++t) {
+        const auto* xq = reinterpret_cast<const int8_t*>(x[t] + 32 * b);
+        float dx;
+        std::memcpy(&dx, x[t] + job.layout.d8_offset + 32 * b, 4);
+        for (size_t h = 0; h < 2; ++h) {
+          auto s0 = hn::Zero(d32), s1 = hn::Zero(d32);
+          for (size_t c = h * kChunks; c < (h + 1) * kChunks; ++c) {
+            s0 = hn::ReorderWidenMulAccumulate(d32, w[c], hn::PromoteTo(d16, hn::LoadU(d8, xq + c * kLanes16)), s0, s1);
+          }
+          acc[t] = hn::MulAdd(hn::ConvertTo(df, hn::Add(s0, s1)), hn::Set(df, scale[h] * dx), acc[t]);
         }
-        acc[t] = hn::MulAdd(hn::ConvertTo(df, hn::Add(s0, s1)), hn::Set(df, scale[h] * dx), acc[t]);
       }
     }
+    for (size_t t = 0; t < kT; ++t) out[r][t] = SumOfVector(df, acc[t]);
   }
-  for (size_t t = 0; t < kT; ++t) out[t] = SumOfVector(df, acc[t]);
 }
 #endif
 
-// One row against kT tokens: every token's output takes the same operations whatever kT (the
-// tokens share only the loaded weights).
-template <bool kMins, size_t kT>
-HWY_NOINLINE void RowTokens(const ExpandedJob& job, size_t r, size_t token) {
-  const uint8_t* row = job.rows + r * job.row_bytes;
-  const uint8_t* scales = row + job.cols;
+// kR rows from `r` against kT tokens from `token`: every output takes the same operations whatever
+// kR and kT (rows and tokens share only loaded operands).
+template <bool kMins, size_t kR, size_t kT>
+HWY_NOINLINE void TileRowsTokens(const ExpandedJob& job, size_t r, size_t token) {
+  const uint8_t* rows[kR];
+  for (size_t i = 0; i < kR; ++i) rows[i] = job.rows + (r + i) * job.row_bytes;
   const uint8_t* x[kT];
   for (size_t t = 0; t < kT; ++t) x[t] = job.x + (token + t) * job.x_stride;
-  float dots[kT];
-  RowDots<kT>(job, reinterpret_cast<const int8_t*>(row), scales, x, dots);
+  float dots[kR][kT];
+  RowDots<kR, kT>(job, rows, x, dots);
   const size_t nb = job.cols / kQuantBlockValues;
-  for (size_t t = 0; t < kT; ++t) {
-    float m = 0.0f;
-    if constexpr (kMins) {
-      m = MinFold(scales + job.cols / 16 * 4, job.min_weights + (token + t) * nb, nb);
+  for (size_t i = 0; i < kR; ++i) {
+    for (size_t t = 0; t < kT; ++t) {
+      float m = 0.0f;
+      if constexpr (kMins) {
+        m = MinFold(rows[i] + job.cols + job.cols / 16 * 4, job.min_weights + (token + t) * nb, nb);
+      }
+      job.y[(token + t) * job.y_stride + r + i] = dots[i][t] + m;
     }
-    job.y[(token + t) * job.y_stride + r] = dots[t] + m;
   }
 }
 
+// kR rows against tokens [t0, t1): whole tiles of kTileTokens, then the remainder.
+template <bool kMins, size_t kR>
+void RowsTokens(const ExpandedJob& job, size_t r, size_t t0, size_t t1) {
+  size_t t = t0;
+  for (; t + kTileTokens <= t1; t += kTileTokens) TileRowsTokens<kMins, kR, kTileTokens>(job, r, t);
+  static_assert(kTileTokens <= 4);
+  switch (t1 - t) {
+    case 3: TileRowsTokens<kMins, kR, 3>(job, r, t); break;
+    case 2: TileRowsTokens<kMins, kR, 2>(job, r, t); break;
+    case 1: TileRowsTokens<kMins, kR, 1>(job, r, t); break;
+    default: break;
+  }
+}
+
+// Tokens in blocks whose packed activations stay in L2 (a 512-token prefill of 2048-wide rows packs
+// 3.4 MB: streamed from L3 once a row, it halved the kernel's speed), rows in tiles within a block.
 template <bool kMins>
 void RunRows(const ExpandedJob& job, size_t rows, size_t tokens) {
-  constexpr size_t kTokens = 4;
-  for (size_t r = 0; r < rows; ++r) {
-    size_t t = 0;
-    for (; t + kTokens <= tokens; t += kTokens) RowTokens<kMins, kTokens>(job, r, t);
-    switch (tokens - t) {
-      case 3: RowTokens<kMins, 3>(job, r, t); break;
-      case 2: RowTokens<kMins, 2>(job, r, t); break;
-      case 1: RowTokens<kMins, 1>(job, r, t); break;
-      default: break;
-    }
+  constexpr size_t kTokenBlockBytes = 192 * 1024;
+  const size_t block = HWY_MAX(kTileTokens, kTokenBlockBytes / (HWY_MAX(job.x_stride, size_t{1}) * kTileTokens) * kTileTokens);
+  for (size_t t0 = 0; t0 < tokens; t0 += block) {
+    const size_t t1 = HWY_MIN(tokens, t0 + block);
+    size_t r = 0;
+    for (; r + kTileRows <= rows; r += kTileRows) RowsTokens<kMins, kTileRows>(job, r, t0, t1);
+    for (; r < rows; ++r) RowsTokens<kMins, 1>(job, r, t0, t1);
   }
 }
 

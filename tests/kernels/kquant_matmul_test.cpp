@@ -187,6 +187,31 @@ TEST_P(KQuantTarget, BatchSplitAndLayoutGiveTheSameBits) {
   }
 }
 
+// A long batch runs in token blocks sized to L2 (about 30 tokens of 2048-wide rows) and in tiles of
+// rows and tokens: each token of 70, with 2048 columns and 7 rows (whole tiles and a remainder), is
+// what it is alone.
+TEST_P(KQuantTarget, TokenBlocksAndTilesGiveTheSameBits) {
+  std::mt19937 rng(29);
+  for (DType type : kTypes) {
+    const size_t rows = 7, cols = 2048, tokens = 70;
+    Weights w = MakeWeights(type, rows, cols, 0, true, rng);
+    Inputs in = MakeInputs(tokens, cols, rng);
+    std::vector<float> all(tokens * rows);
+    MatMul(w.view, in.a, all.data(), rows, 0, rows);
+    for (size_t t = 0; t < tokens; ++t) {
+      Activations one;
+      one.data = in.x.data() + t * cols;
+      one.stride = cols;
+      one.num_tokens = 1;
+      std::vector<uint8_t> packed(PackedActivationBytes(type, cols, 1));
+      PackActivations(type, cols, &one, packed.data());
+      std::vector<float> y(rows);
+      MatMul(w.view, one, y.data(), 0, 0, rows);
+      for (size_t r = 0; r < rows; ++r) ASSERT_EQ(y[r], all[t * rows + r]) << DTypeName(type) << " token " << t << " row " << r;
+    }
+  }
+}
+
 // On Arm (every target this CPU runs: NEON, NEON_DOTPROD, NEON_I8MM), the kernels of
 // kernels/arm_kquant-inl.h give the bits of their scalar fold, MatMulKQuantArmReference: row counts
 // around the 4-row groups, token counts around the token tiles, slices starting off a group, misaligned
