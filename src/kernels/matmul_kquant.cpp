@@ -16,7 +16,9 @@
 #include "hwy/highway.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/simd_common-inl.h"
+#include "kernels/kquant_levels_avx2-inl.h"
 
+#include <utility>
 #include <vector>
 
 HWY_BEFORE_NAMESPACE();
@@ -82,11 +84,13 @@ HWY_INLINE float MinFold(const uint8_t* mins, const float* t, size_t nb) {
 // 0-3 the first 16 values, 4-7 the second (|w| <= 32, |x| <= 127: the int16 pair sums cannot
 // saturate). kR rows x kT tokens a tile: each token's block is loaded once for the kR rows, each
 // row's block once for the kT tokens; every (row, token) takes the same operations in the same
-// order whatever the tile, so any tile shape gives the same bits.
+// order whatever the tile, so any tile shape gives the same bits. A row's levels come from
+// `Levels` (kernels/kquant_levels_avx2-inl.h: the expanded copy or the stored blocks), its scales
+// from its header (the expanded layout's, after the levels).
 constexpr size_t kTileRows = 2, kTileTokens = 4;
 
-template <size_t kR, size_t kT>
-HWY_INLINE void RowDots(const ExpandedJob& job, const uint8_t* const (&rows)[kR], const uint8_t* const (&x)[kT],
+template <class Levels, size_t kR, size_t kT>
+HWY_INLINE void RowDots(const ExpandedJob& job, const Levels (&levels)[kR], const uint8_t* const (&x)[kT],
                         float (&out)[kR][kT]) {
   const size_t nb = job.cols / kQuantBlockValues;
   __m256 acc[kR][kT];
@@ -94,15 +98,17 @@ HWY_INLINE void RowDots(const ExpandedJob& job, const uint8_t* const (&rows)[kR]
     for (size_t t = 0; t < kT; ++t) acc[r][t] = _mm256_setzero_ps();
   }
   const __m256i ones = _mm256_set1_epi16(1);
-  for (size_t b = 0; b < nb; ++b) {
+  // Block j of group g (a q4_K or q6_K super-block is a group of 8: j known at compile time, its
+  // shifts and offsets constants; the expanded row's and q5_0's groups are single blocks).
+  constexpr size_t kGroup = Levels::kGroup;
+  typename Levels::Group group[kR];
+  const auto step = [&](size_t g, auto j) HWY_ATTR {
+    const size_t b = g * kGroup + decltype(j)::value;
     __m256i w[kR], wabs[kR];
     __m256 sc[kR];
     for (size_t r = 0; r < kR; ++r) {
-      w[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + 32 * b));
+      levels[r].template Block<decltype(j)::value>(group[r], g, w[r], sc[r]);
       wabs[r] = _mm256_sign_epi8(w[r], w[r]);
-      float s[2];
-      std::memcpy(s, rows[r] + job.cols + 8 * b, 8);
-      sc[r] = _mm256_set_m128(_mm_set1_ps(s[1]), _mm_set1_ps(s[0]));
     }
     for (size_t t = 0; t < kT; ++t) {
       const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t] + 32 * b));
@@ -112,6 +118,12 @@ HWY_INLINE void RowDots(const ExpandedJob& job, const uint8_t* const (&rows)[kR]
         acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(sc[r], dx), acc[r][t]);
       }
     }
+  };
+  for (size_t g = 0; g < nb / kGroup; ++g) {
+    for (size_t r = 0; r < kR; ++r) group[r] = levels[r].Prepare(g);
+    [&]<size_t... J>(std::index_sequence<J...>) HWY_ATTR {
+      (step(g, std::integral_constant<size_t, J>()), ...);
+    }(std::make_index_sequence<kGroup>());
   }
   const hn::Full256<float> df;
   for (size_t r = 0; r < kR; ++r) {
@@ -120,11 +132,17 @@ HWY_INLINE void RowDots(const ExpandedJob& job, const uint8_t* const (&rows)[kR]
 }
 #else
 // Portable Highway code: int16 lanes (at most 16, so a vector never straddles two scales),
-// widening multiply-accumulate; one row at a time.
+// widening multiply-accumulate; one row at a time, from the expanded copy only.
 constexpr size_t kTileRows = 1, kTileTokens = 4;
 
-template <size_t kR, size_t kT>
-HWY_INLINE void RowDots(const ExpandedJob& job, const uint8_t* const (&rows)[kR], const uint8_t* const (&x)[kT],
+struct ExpandedLevels {
+  const uint8_t* q;
+  const uint8_t* scales;
+  const uint8_t* mins;
+};
+
+template <class Levels, size_t kR, size_t kT>
+HWY_INLINE void RowDots(const ExpandedJob& job, const Levels (&levels)[kR], const uint8_t* const (&x)[kT],
                         float (&out)[kR][kT]) {
   const D16 d16;
   const D32 d32;
@@ -132,15 +150,14 @@ HWY_INLINE void RowDots(const ExpandedJob& job, const uint8_t* const (&rows)[kR]
   const D8 d8;
   const size_t nb = job.cols / kQuantBlockValues;
   for (size_t r = 0; r < kR; ++r) {
-    const auto* q = reinterpret_cast<const int8_t*>(rows[r]);
-    const uint8_t* scales = rows[r] + job.cols;
+    const auto* q = reinterpret_cast<const int8_t*>(levels[r].q);
     hn::Vec<DF> acc[kT];
     for (size_t t = 0; t < kT; ++t) acc[t] = hn::Zero(df);
     for (size_t b = 0; b < nb; ++b) {
       hn::Vec<D16> w[2 * kChunks];
       for (size_t c = 0; c < 2 * kChunks; ++c) w[c] = hn::PromoteTo(d16, hn::LoadU(d8, q + 32 * b + c * kLanes16));
       float scale[2];
-      std::memcpy(scale, scales + 8 * b, 8);
+      std::memcpy(scale, levels[r].scales + 8 * b, 8);
       for (size_t t = 0; t < kT; ++t) {
         const auto* xq = reinterpret_cast<const int8_t*>(x[t] + 32 * b);
         float dx;
@@ -159,44 +176,58 @@ HWY_INLINE void RowDots(const ExpandedJob& job, const uint8_t* const (&rows)[kR]
 }
 #endif
 
-// kR rows from `r` against kT tokens from `token`: every output takes the same operations whatever
-// kR and kT (rows and tokens share only loaded operands).
-template <bool kMins, size_t kR, size_t kT>
-HWY_NOINLINE void TileRowsTokens(const ExpandedJob& job, size_t r, size_t token) {
-  const uint8_t* rows[kR];
-  for (size_t i = 0; i < kR; ++i) rows[i] = job.rows + (r + i) * job.row_bytes;
+// The minimums' term of a row and token: the expanded row's stored minimums, or a stored row's own fold.
+HWY_INLINE float MinTerm(const ExpandedLevels& levels, const float* t, size_t nb) { return MinFold(levels.mins, t, nb); }
+template <class Levels>
+HWY_INLINE float MinTerm(const Levels& levels, const float* t, size_t nb) {
+  return levels.MinFold(t, nb);
+}
+
+// kR rows (output rows from `r`) against kT tokens from `token`: every output takes the same
+// operations whatever kR and kT (rows and tokens share only loaded operands).
+template <class Levels, bool kMins, size_t kR, size_t kT>
+HWY_NOINLINE void Tile(const ExpandedJob& job, const Levels (&levels)[kR], size_t r, size_t token) {
   const uint8_t* x[kT];
   for (size_t t = 0; t < kT; ++t) x[t] = job.x + (token + t) * job.x_stride;
   float dots[kR][kT];
-  RowDots<kR, kT>(job, rows, x, dots);
+  RowDots<Levels, kR, kT>(job, levels, x, dots);
   const size_t nb = job.cols / kQuantBlockValues;
   for (size_t i = 0; i < kR; ++i) {
     for (size_t t = 0; t < kT; ++t) {
       float m = 0.0f;
-      if constexpr (kMins) {
-        m = MinFold(rows[i] + job.cols + job.cols / 16 * 4, job.min_weights + (token + t) * nb, nb);
-      }
+      if constexpr (kMins) m = MinTerm(levels[i], job.min_weights + (token + t) * nb, nb);
       job.y[(token + t) * job.y_stride + r + i] = dots[i][t] + m;
     }
   }
 }
 
 // kR rows against tokens [t0, t1): whole tiles of kTileTokens, then the remainder.
-template <bool kMins, size_t kR>
-void RowsTokens(const ExpandedJob& job, size_t r, size_t t0, size_t t1) {
+template <class Levels, bool kMins, size_t kR>
+void RowsTokens(const ExpandedJob& job, const Levels (&levels)[kR], size_t r, size_t t0, size_t t1) {
   size_t t = t0;
-  for (; t + kTileTokens <= t1; t += kTileTokens) TileRowsTokens<kMins, kR, kTileTokens>(job, r, t);
+  for (; t + kTileTokens <= t1; t += kTileTokens) Tile<Levels, kMins, kR, kTileTokens>(job, levels, r, t);
   static_assert(kTileTokens <= 4);
   switch (t1 - t) {
-    case 3: TileRowsTokens<kMins, kR, 3>(job, r, t); break;
-    case 2: TileRowsTokens<kMins, kR, 2>(job, r, t); break;
-    case 1: TileRowsTokens<kMins, kR, 1>(job, r, t); break;
+    case 3: Tile<Levels, kMins, kR, 3>(job, levels, r, t); break;
+    case 2: Tile<Levels, kMins, kR, 2>(job, levels, r, t); break;
+    case 1: Tile<Levels, kMins, kR, 1>(job, levels, r, t); break;
     default: break;
   }
 }
 
 // Tokens in blocks whose packed activations stay in L2 (a 512-token prefill of 2048-wide rows packs
 // 3.4 MB: streamed from L3 once a row, it halved the kernel's speed), rows in tiles within a block.
+template <bool kMins, size_t kR>
+void ExpandedRowsTokens(const ExpandedJob& job, size_t r, size_t t0, size_t t1) {
+  ExpandedLevels levels[kR];
+  for (size_t i = 0; i < kR; ++i) {
+    levels[i].q = job.rows + (r + i) * job.row_bytes;
+    levels[i].scales = levels[i].q + job.cols;
+    levels[i].mins = levels[i].scales + job.cols / 16 * 4;
+  }
+  RowsTokens<ExpandedLevels, kMins, kR>(job, levels, r, t0, t1);
+}
+
 template <bool kMins>
 void RunRows(const ExpandedJob& job, size_t rows, size_t tokens) {
   constexpr size_t kTokenBlockBytes = 192 * 1024;
@@ -204,35 +235,87 @@ void RunRows(const ExpandedJob& job, size_t rows, size_t tokens) {
   for (size_t t0 = 0; t0 < tokens; t0 += block) {
     const size_t t1 = HWY_MIN(tokens, t0 + block);
     size_t r = 0;
-    for (; r + kTileRows <= rows; r += kTileRows) RowsTokens<kMins, kTileRows>(job, r, t0, t1);
-    for (; r < rows; ++r) RowsTokens<kMins, 1>(job, r, t0, t1);
+    for (; r + kTileRows <= rows; r += kTileRows) ExpandedRowsTokens<kMins, kTileRows>(job, r, t0, t1);
+    for (; r < rows; ++r) ExpandedRowsTokens<kMins, 1>(job, r, t0, t1);
   }
 }
 
-}  // namespace
-
-// Rows [0, rows) of the expanded rows at `expanded` into y (column offset included by the caller).
-void MatMulExpandedImpl(const uint8_t* expanded, size_t cols, bool mins, const Activations& a, float* y,
-                        size_t y_stride, size_t rows) {
+ExpandedJob MakeJob(size_t cols, const Activations& a, float* y, size_t y_stride) {
   ExpandedJob job;
-  job.rows = expanded;
-  job.row_bytes = kernels_internal::ExpandedRowBytes(cols);
   job.cols = cols;
   job.x = static_cast<const uint8_t*>(a.packed);
   job.x_stride = a.packed_stride;
   job.layout = kernels_internal::QuantLayoutFor(cols);
   job.y = y;
   job.y_stride = y_stride;
+  return job;
+}
+
+// The minimums' token weights (kernels_internal::KQuantMinWeights) of every token, in per-thread
+// storage grown to the largest batch once (no allocation in steady decoding).
+const float* MinWeights(const ExpandedJob& job, size_t tokens) {
+  thread_local std::vector<float> min_weights;
+  if (min_weights.size() < tokens * job.layout.blocks) min_weights.resize(tokens * job.layout.blocks);
+  for (size_t t = 0; t < tokens; ++t) {
+    kernels_internal::KQuantMinWeights(job.layout, job.x + t * job.x_stride, min_weights.data() + t * job.layout.blocks);
+  }
+  return min_weights.data();
+}
+
+#if HWY_TARGET == HWY_AVX2
+// The stored layout read in place: levels and scales unpacked per block in registers.
+template <class Levels, bool kMins>
+void RunStoredRows(const ExpandedJob& job, size_t rows, size_t tokens) {
+  size_t r = 0;
+  for (; r + kTileRows <= rows; r += kTileRows) {
+    const Levels levels[kTileRows] = {{job.rows + r * job.row_bytes}, {job.rows + (r + 1) * job.row_bytes}};
+    RowsTokens<Levels, kMins, kTileRows>(job, levels, r, 0, tokens);
+  }
+  for (; r < rows; ++r) {
+    const Levels levels[1] = {{job.rows + r * job.row_bytes}};
+    RowsTokens<Levels, kMins, 1>(job, levels, r, 0, tokens);
+  }
+}
+#endif
+
+}  // namespace
+
+// Rows [0, rows) of the expanded rows at `expanded` into y (column offset included by the caller).
+void MatMulExpandedImpl(const uint8_t* expanded, size_t cols, bool mins, const Activations& a, float* y,
+                        size_t y_stride, size_t rows) {
+  ExpandedJob job = MakeJob(cols, a, y, y_stride);
+  job.rows = expanded;
+  job.row_bytes = kernels_internal::ExpandedRowBytes(cols);
   if (mins) {
-    // Per thread, grown to the largest batch once (no allocation in steady decoding).
-    thread_local std::vector<float> min_weights;
-    if (min_weights.size() < a.num_tokens * job.layout.blocks) min_weights.resize(a.num_tokens * job.layout.blocks);
-    for (size_t t = 0; t < a.num_tokens; ++t) kernels_internal::KQuantMinWeights(job.layout, job.x + t * job.x_stride, min_weights.data() + t * job.layout.blocks);
-    job.min_weights = min_weights.data();
+    job.min_weights = MinWeights(job, a.num_tokens);
     RunRows<true>(job, rows, a.num_tokens);
   } else {
     RunRows<false>(job, rows, a.num_tokens);
   }
+}
+
+// Rows [row_begin, row_end) of `w` in its stored layout, where this target reads it in place: q5_0,
+// q4_K and q6_K on AVX2. False (nothing written) elsewhere.
+bool MatMulStoredImpl(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+                      size_t row_end) {
+#if HWY_TARGET == HWY_AVX2
+  ExpandedJob job = MakeJob(w.cols, a, y + row_begin, y_stride);
+  job.rows = static_cast<const uint8_t*>(w.data) + row_begin * w.row_bytes();
+  job.row_bytes = w.row_bytes();
+  const size_t rows = row_end - row_begin;
+  switch (w.dtype) {
+    case DType::kQ5_0: RunStoredRows<Q5_0Levels, false>(job, rows, a.num_tokens); return true;
+    case DType::kQ6_K: RunStoredRows<Q6_KLevels, false>(job, rows, a.num_tokens); return true;
+    case DType::kQ4_K:
+      job.min_weights = MinWeights(job, a.num_tokens);
+      RunStoredRows<Q4_KLevels, true>(job, rows, a.num_tokens);
+      return true;
+    default: return false;
+  }
+#else
+  (void)w, (void)a, (void)y, (void)y_stride, (void)row_begin, (void)row_end;
+  return false;
+#endif
 }
 
 }  // namespace HWY_NAMESPACE
@@ -248,6 +331,7 @@ HWY_AFTER_NAMESPACE();
 
 namespace fgemma {
 HWY_EXPORT(MatMulExpandedImpl);
+HWY_EXPORT(MatMulStoredImpl);
 
 namespace kernels_internal {
 void KQuantMinWeights(const QuantLayout& layout, const uint8_t* record, float* t) {
@@ -322,6 +406,14 @@ bool ArmKQuantActive() { return RunningArmKernel() != nullptr; }
 void MatMulKQuant(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                   size_t row_end) {
   const size_t row_bytes = ExpandedRowBytes(w.cols);
+  // Few tokens read the stored blocks where the target unpacks them in registers (same bits, half
+  // the bytes); more amortize the expanded copy's cheaper blocks over the tile's tokens. On the real
+  // Q4_K_M (AVX2, 2 threads) a 1-row pass took 6.8 ms instead of 11.9, 4 rows about the same, 6
+  // rows 19-21 ms instead of 15-16: hence at most 4.
+  if ((w.repacked == nullptr || a.num_tokens <= kStoredLayoutMaxTokens) &&
+      HWY_DYNAMIC_DISPATCH(MatMulStoredImpl)(w, a, y, y_stride, row_begin, row_end)) {
+    return;
+  }
   if (w.repacked != nullptr) {
     ExpandedProduct(w.dtype, static_cast<const uint8_t*>(w.repacked) + row_begin * row_bytes, w.cols, a, y + row_begin,
                     y_stride, row_end - row_begin);

@@ -212,6 +212,41 @@ TEST_P(KQuantTarget, TokenBlocksAndTilesGiveTheSameBits) {
   }
 }
 
+// On AVX2, products of few tokens (and any product without the expanded copy) read q5_0, q4_K and
+// q6_K blocks in place, unpacked in registers: the same bits as the expanded kernel. Each count of
+// 1-6 tokens against the expanded kernel's answer for those tokens (from a batch of 5 more, which
+// reads the copy), row counts around the 2-row tiles, stored rows at odd addresses, every column
+// count of ColsFor. Elsewhere both sides take the same path and agree trivially.
+TEST_P(KQuantTarget, StoredBlocksEqualTheExpandedCopyBitForBit) {
+  std::mt19937 rng(41);
+  for (DType type : kTypes) {
+    for (size_t shape = 0; shape < 3; ++shape) {
+      const size_t cols = ColsFor(type, shape);
+      for (size_t rows : {size_t{1}, size_t{2}, size_t{3}, size_t{5}}) {
+        Weights w = MakeWeights(type, rows, cols, 1 + rows % 3, true, rng);
+        KernelMatrix stored = w.view;
+        stored.repacked = nullptr;
+        for (size_t tokens = 1; tokens <= 6; ++tokens) {
+          Inputs in = MakeInputs(tokens + 5, cols, rng);
+          std::vector<float> copy((tokens + 5) * rows);
+          MatMul(w.view, in.a, copy.data(), rows, 0, rows);  // more than 4 tokens: the expanded copy
+          Activations first = in.a;
+          first.num_tokens = tokens;
+          std::vector<float> y(tokens * rows, NAN);
+          MatMul(stored, first, y.data(), rows, 0, rows);
+          for (size_t k = 0; k < y.size(); ++k) {
+            ASSERT_EQ(y[k], copy[k]) << DTypeName(type) << " cols " << cols << " rows " << rows << " tokens " << tokens
+                                     << " at " << k;
+          }
+          std::vector<float> with_copy(tokens * rows, NAN);
+          MatMul(w.view, first, with_copy.data(), rows, 0, rows);
+          ASSERT_EQ(with_copy, y) << DTypeName(type);
+        }
+      }
+    }
+  }
+}
+
 // On Arm (every target this CPU runs: NEON, NEON_DOTPROD, NEON_I8MM), the kernels of
 // kernels/arm_kquant-inl.h give the bits of their scalar fold, MatMulKQuantArmReference: row counts
 // around the 4-row groups, token counts around the token tiles, slices starting off a group, misaligned
