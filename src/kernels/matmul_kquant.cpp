@@ -268,7 +268,8 @@ template <class Levels, bool kMins>
 void RunStoredRows(const ExpandedJob& job, size_t rows, size_t tokens) {
   size_t r = 0;
   for (; r + kTileRows <= rows; r += kTileRows) {
-    const Levels levels[kTileRows] = {{job.rows + r * job.row_bytes}, {job.rows + (r + 1) * job.row_bytes}};
+    Levels levels[kTileRows];
+    for (size_t i = 0; i < kTileRows; ++i) levels[i].row = job.rows + (r + i) * job.row_bytes;
     RowsTokens<Levels, kMins, kTileRows>(job, levels, r, 0, tokens);
   }
   for (; r < rows; ++r) {

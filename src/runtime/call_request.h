@@ -40,12 +40,12 @@ struct CallLimits {
 };
 
 struct CallRequest {
-  ChatRequest chat;
-  ToolChoice tool_choice;
-  CallLimits limits;
+  ChatRequest chat{};
+  ToolChoice tool_choice{};
+  CallLimits limits{};
   // Sees each generated token once the limits let it through; returning false stops the call
   // (FinishReason::kCancelled).
-  std::function<bool(int32_t)> on_token;
+  std::function<bool(int32_t)> on_token{};
   // Free greedy decoding (runtime/free_decode.h) instead of the grammar: the text is parsed and
   // checked afterwards, as other engines' output is, so it may not parse or validate, and
   // tool_choice is not enforced. What `fgemma eval --unconstrained` measures.

@@ -151,7 +151,10 @@ Status FunctionCaller::PrepareGrammar(const CallRequest& call) {
   grammar_key_ = std::move(grammar_key);
   allowed_cache_.sets.clear();
   allowed_cache_.masks = 0;
-  draft_history_.clear();
+  // The draft history stays: an app's catalogs (a screen's subset of its tools, say) share most of
+  // their answers (the cartridge's refusal text, a call's keys and formats), and every guess is
+  // verified, so another catalog's output costs at most a few guessed positions. Cleared with the
+  // catalog, each switch made the next answers' first occurrence cost a pass a token again.
   return Status::Ok();
 }
 
@@ -178,10 +181,15 @@ Result<std::vector<int32_t>> FunctionCaller::EncodePrompt(PromptParts& parts, Ca
 }
 
 void FunctionCaller::SetDraftSources(const ChatRequest& request, ConstrainedOptions* decoding) {
-  // Drafts come from earlier outputs, then the conversation's last messages (their last bytes:
-  // the lookup is linear in the sources and a message may be long).
+  // Drafts come from earlier outputs (the last few, then the last of each kind the last few no
+  // longer hold), then the conversation's last messages (their last bytes: the lookup is linear in
+  // the sources and a message may be long).
   constexpr size_t kSourceMessages = 4, kSourceBytes = 4096;
   draft_sources_.assign(draft_history_.begin(), draft_history_.end());
+  for (const auto& [kind, text] : draft_kinds_) {
+    if (std::find(draft_history_.begin(), draft_history_.end(), text) == draft_history_.end()) draft_sources_.push_back(text);
+  }
+  decoding->draft_anchored = draft_sources_.size();
   for (size_t i = request.messages.size(), n = 0; i-- > 0 && n < kSourceMessages;) {
     const std::string& text = request.messages[i].text;
     if (text.empty()) continue;
@@ -189,13 +197,27 @@ void FunctionCaller::SetDraftSources(const ChatRequest& request, ConstrainedOpti
     ++n;
   }
   decoding->draft_sources = draft_sources_;
-  decoding->draft_anchored = draft_history_.size();
 }
+
+namespace {
+// What an output is, for keeping one of each: the first call's function name, or "" for text.
+std::string_view OutputKind(std::string_view written) {
+  constexpr std::string_view kCall = "<start_function_call>call:";
+  if (!written.starts_with(kCall)) return {};
+  const std::string_view rest = written.substr(kCall.size());
+  return rest.substr(0, rest.find('{'));
+}
+}  // namespace
 
 void FunctionCaller::RememberOutput(const std::vector<int32_t>& output) {
   // Once: a repeat moves to the front.
   std::string written;
   for (int32_t id : output) written += vocab_->TokenText(id);
+  const std::string kind(OutputKind(written));
+  auto same_kind = std::find_if(draft_kinds_.begin(), draft_kinds_.end(), [&](const auto& k) { return k.first == kind; });
+  if (same_kind != draft_kinds_.end()) draft_kinds_.erase(same_kind);
+  draft_kinds_.insert(draft_kinds_.begin(), {kind, written});
+  if (draft_kinds_.size() > kDraftKinds) draft_kinds_.pop_back();
   auto same = std::find(draft_history_.begin(), draft_history_.end(), written);
   if (same != draft_history_.end()) draft_history_.erase(same);
   draft_history_.insert(draft_history_.begin(), std::move(written));

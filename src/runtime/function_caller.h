@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chat/call_grammar.h"
@@ -141,11 +142,13 @@ class FunctionCaller {
   std::string grammar_key_;
   std::unique_ptr<CallGrammar> grammar_;
   AllowedCache allowed_cache_;
-  // Draft sources (ConstrainedOptions::draft_sources): the last outputs on this catalog and
-  // tool_choice, most recent first (kept with the grammar, cleared with it), then per request the
-  // conversation's last messages.
-  static constexpr size_t kDraftHistory = 8;
+  // Draft sources (ConstrainedOptions::draft_sources): the caller's last outputs on any catalog,
+  // most recent first; then the last output of each kind (a function's calls, text answers) the
+  // recent ones no longer hold, most recent kind first (a refusal written 20 calls ago still drafts
+  // the next refusal); then per request the conversation's last messages.
+  static constexpr size_t kDraftHistory = 8, kDraftKinds = 16;
   std::vector<std::string> draft_history_;
+  std::vector<std::pair<std::string, std::string>> draft_kinds_;  // (kind, output)
   std::vector<std::string> draft_sources_;
   std::vector<std::string> warnings_;
 };

@@ -193,6 +193,46 @@ TEST(Drafts, SmartHomeCallsEqualAndTakeFewerPasses) {
   EXPECT_GT(c.stats.accepted_tokens, 10u);
 }
 
+// The caller's draft history keeps the last output of each kind (a function's calls, text answers)
+// beyond its last few outputs, and across catalogs: a text answer written before nine other calls
+// and a catalog switch drafts the same answer again. With the history cleared at the switch, or
+// holding only the last 8 outputs, the answer costs a pass a token.
+TEST(Drafts, HistoryKeepsEachKindAcrossCatalogs) {
+  auto& w = test::ConstrainedWorld::Get();
+  OrderedJson tools = ParseOrderedJson(ReadFileToString(test::FixturePath("chat/smart-home-tools.json")).value(), "tools").value();
+  OrderedJson fewer = tools;
+  fewer.erase(fewer.size() - 1);  // another catalog: the app's screen without one tool
+  FunctionCallerOptions o;
+  o.threads = 2;
+  o.context = 2048;
+  auto loaded = LoadedModel::FromParts(w.model, w.tokenizer).value();
+  auto caller = FunctionCaller::Create(loaded, o).value();
+  const std::string answer = "I can turn lights on and off, set the thermostat, lock the doors and play music.<end_of_turn>";
+  auto write = [&](const OrderedJson& catalog, const std::string& utterance, const std::string& output) {
+    FollowText follow(caller->constraint_vocab(), output);
+    caller->set_choice_hook(&follow);
+    auto r = caller->Call({test::MakeRequest(catalog, utterance), ToolChoice{ToolChoiceMode::kAuto, ""}, {}, {}});
+    caller->set_choice_hook(nullptr);
+    EXPECT_TRUE(r.ok()) << utterance << ": " << r.status().ToString();
+    return r.ok() ? r.value() : CallOutcome{};
+  };
+  const CallOutcome first = write(tools, "what can you do?", answer);
+  const std::string lines = ReadFileToString(std::string(FGEMMA_SOURCE_DIR) + "/examples/smart-home/calls.jsonl").value();
+  size_t at = 0;
+  for (int i = 0; i < 9; ++i) {
+    const size_t end = lines.find('\n', at);
+    const Json j = Json::parse(lines.substr(at, end - at));
+    write(tools, j["utterance"], j["output"]);
+    at = end + 1;
+  }
+  const CallOutcome again = write(fewer, "what else can you do?", answer);
+  std::printf("answer of %zu tokens: %zu passes first, %zu again (%zu accepted)\n", again.output_tokens.size(),
+              first.stats.model_calls, again.stats.model_calls, again.stats.accepted_tokens);
+  EXPECT_EQ(again.output_tokens, first.output_tokens);
+  EXPECT_GE(first.stats.model_calls, 10u);
+  EXPECT_LE(again.stats.model_calls, 4u);
+}
+
 // One scripted call through CallGenerator: `output` is written (FollowText), drafted from `history`
 // (an earlier output) and the utterance; accepted guesses are counted per source.
 class ScriptedCall {
