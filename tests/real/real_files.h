@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct RealFile {
   // activations, where llama.cpp itself agrees with its own F32 run only 96-97 % (docs/real-model.md).
   double min_agreement = 0.99;
 };
+
+// Parameterized tests print the file's type, not the struct's bytes.
+inline void PrintTo(const RealFile& f, std::ostream* os) { *os << f.type; }
 
 std::vector<RealFile> RealFiles();
 // ${FGEMMA_CACHE_DIR:-~/.cache/fgemma}/real (the demo's cache rule).
