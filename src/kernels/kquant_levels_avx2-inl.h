@@ -13,7 +13,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "kernels/simd_common-inl.h"
@@ -57,8 +59,28 @@ struct ExpandedLevels {
   }
 };
 
-// q5_0: element k < 16 is the low nibble of qs[k], 16 + k the high one; bit k of qh (little-endian)
-// adds 16; the level is v - 16, which is the nibble where the bit is set and nibble | 0xF0 where not.
+// The 32 nibbles of a 32-value block's 16 bytes in element order: element k < 16 is the low nibble
+// of byte k, 16 + k the high one.
+HWY_INLINE __m256i Nibbles32(const uint8_t* q) {
+  const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+  return _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1),
+                          _mm256_set1_epi8(15));
+}
+
+// 0xFF in byte e where bit e of the little-endian 32 bits at `qh` is set (byte e takes qh's byte
+// e / 8, then its bit e % 8).
+HWY_INLINE __m256i FifthBits(const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, 4);
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)),
+                                             _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL,
+                                                                0x0303030303030303LL));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
+// q5_0: the fifth bit adds 16; the level is v - 16, which is the nibble where the bit is set and
+// nibble | 0xF0 where not.
 struct Q5_0Levels {
   static constexpr size_t kGroup = 1;
   using Group = NoGroup;
@@ -67,19 +89,42 @@ struct Q5_0Levels {
   template <size_t kJ>
   HWY_INLINE void Block(const Group&, size_t b, __m256i& w, __m256& sc) const {
     const uint8_t* blk = row + b * sizeof(BlockQ5_0);
-    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + offsetof(BlockQ5_0, q)));
-    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1);
-    const __m256i nibbles = _mm256_and_si256(both, _mm256_set1_epi8(15));
-    uint32_t qh;
-    std::memcpy(&qh, blk + offsetof(BlockQ5_0, qh), 4);
-    // Byte e takes qh's byte e / 8, then its bit e % 8.
-    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(qh)),
-                                               _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL,
-                                                                  0x0303030303030303LL));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-    w = _mm256_or_si256(nibbles, _mm256_andnot_si256(set, _mm256_set1_epi8(static_cast<char>(0xF0))));
+    w = _mm256_or_si256(Nibbles32(blk + offsetof(BlockQ5_0, q)),
+                        _mm256_andnot_si256(FifthBits(blk + offsetof(BlockQ5_0, qh)), _mm256_set1_epi8(static_cast<char>(0xF0))));
     sc = _mm256_set1_ps(F16At(blk + offsetof(BlockQ5_0, d)));
+  }
+};
+
+// q4_1 (kFive false) and q5_1: levels v (the nibble, plus 16 where the fifth bit is set), scale d,
+// minimum m: one block a group, so the minimums' fold gathers 8 blocks' m a vector, then the tail
+// one at a time, as MinFold reads them from the expanded row.
+template <bool kFive>
+struct Q1Levels {
+  using BlockType = std::conditional_t<kFive, BlockQ5_1, BlockQ4_1>;
+  static constexpr size_t kGroup = 1;
+  using Group = NoGroup;
+  const uint8_t* row;
+  HWY_INLINE Group Prepare(size_t) const { return {}; }
+  template <size_t kJ>
+  HWY_INLINE void Block(const Group&, size_t b, __m256i& w, __m256& sc) const {
+    const uint8_t* blk = row + b * sizeof(BlockType);
+    w = Nibbles32(blk + offsetof(BlockType, q));
+    if constexpr (kFive) {
+      w = _mm256_or_si256(w, _mm256_and_si256(FifthBits(blk + offsetof(BlockQ5_1, qh)), _mm256_set1_epi8(16)));
+    }
+    sc = _mm256_set1_ps(F16At(blk + offsetof(BlockType, d)));
+  }
+  HWY_INLINE float MinFold(const float* t, size_t nb) const {
+    __m256 acc = _mm256_setzero_ps();
+    size_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+      HWY_ALIGN float m[8];
+      for (size_t k = 0; k < 8; ++k) m[k] = F16At(row + (b + k) * sizeof(BlockType) + offsetof(BlockType, m));
+      acc = _mm256_fmadd_ps(_mm256_load_ps(m), _mm256_loadu_ps(t + b), acc);
+    }
+    float sum = SumOfVector(hn::Full256<float>(), hn::Vec256<float>{acc});
+    for (; b < nb; ++b) sum = std::fma(F16At(row + b * sizeof(BlockType) + offsetof(BlockType, m)), t[b], sum);
+    return sum;
   }
 };
 
@@ -98,35 +143,44 @@ HWY_INLINE __m256 Q4_KSixBits(const uint8_t* blk) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
 }
 
-// q4_K: sub-block j of a super-block is chunk j / 2's 32 bytes, low nibbles (j even) or high; its
-// scale d * sc_j, its minimum -(dmin * m_j).
-struct Q4_KLevels {
+// q4_K (kFive false) and q5_K: sub-block j of a super-block is chunk j / 2's 32 bytes, low nibbles
+// (j even) or high, plus (q5_K) bit j of qh[l] as the fifth bit; its scale d * sc_j, its minimum
+// -(dmin * m_j). The two share the header's layout (d, dmin, scales[12]).
+template <bool kFive>
+struct QKLevels {
+  using BlockType = std::conditional_t<kFive, BlockQ5_K, BlockQ4_K>;
   static constexpr size_t kGroup = 8;
   struct Group {
     __m256 scale;  // d * sc_j in lane j
   };
   const uint8_t* row;
   HWY_INLINE Group Prepare(size_t g) const {
-    const uint8_t* blk = row + g * sizeof(BlockQ4_K);
+    const uint8_t* blk = row + g * sizeof(BlockType);
     return Group{_mm256_mul_ps(_mm256_set1_ps(F16At(blk + offsetof(BlockQ4_K, d))), Q4_KSixBits<false>(blk))};
   }
   template <size_t kJ>
   HWY_INLINE void Block(const Group& group, size_t g, __m256i& w, __m256& sc) const {
-    const uint8_t* q = row + g * sizeof(BlockQ4_K) + offsetof(BlockQ4_K, q) + 32 * (kJ / 2);
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+    const uint8_t* blk = row + g * sizeof(BlockType);
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + offsetof(BlockType, q) + 32 * (kJ / 2)));
     w = _mm256_and_si256(_mm256_srli_epi16(v, 4 * (kJ % 2)), _mm256_set1_epi8(15));
+    if constexpr (kFive) {
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + offsetof(BlockQ5_K, qh)));
+      w = _mm256_or_si256(w, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, kJ), _mm256_set1_epi8(1)), 4));
+    }
     sc = _mm256_permutevar8x32_ps(group.scale, _mm256_set1_epi32(kJ));
   }
   HWY_INLINE float MinFold(const float* t, size_t nb) const {
     __m256 acc = _mm256_setzero_ps();
     for (size_t s = 0; s < nb / 8; ++s) {
-      const uint8_t* blk = row + s * sizeof(BlockQ4_K);
+      const uint8_t* blk = row + s * sizeof(BlockType);
       const __m256 m = _mm256_mul_ps(_mm256_set1_ps(F16At(blk + offsetof(BlockQ4_K, dmin))), Q4_KSixBits<true>(blk));
       acc = _mm256_fmadd_ps(_mm256_xor_ps(m, _mm256_set1_ps(-0.0f)), _mm256_loadu_ps(t + 8 * s), acc);
     }
     return SumOfVector(hn::Full256<float>(), hn::Vec256<float>{acc});  // nb is a multiple of 8
   }
 };
+using Q4_KLevels = QKLevels<false>;
+using Q5_KLevels = QKLevels<true>;
 
 // q6_K: sub-block j = 4h + i of a super-block: 4 low bits from ql[64h + 32 (i % 2) + l] (low nibble
 // for i < 2, high for i >= 2), 2 high bits from qh[32h + l] >> 2i; the level is v - 32; its two

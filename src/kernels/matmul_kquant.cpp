@@ -89,7 +89,9 @@ HWY_INLINE float MinFold(const uint8_t* mins, const float* t, size_t nb) {
 // from its header (the expanded layout's, after the levels).
 constexpr size_t kTileRows = 2, kTileTokens = 4;
 
-template <class Levels, size_t kR, size_t kT>
+// kUnsigned: the levels are never negative (the types with minimums: q4_1, q5_1, q4_K, q5_K levels
+// 0..31), so maddubs takes them as they are, without the sign trick (the same int32 sums).
+template <class Levels, bool kUnsigned, size_t kR, size_t kT>
 HWY_INLINE void RowDots(const ExpandedJob& job, const Levels (&levels)[kR], const uint8_t* const (&x)[kT],
                         float (&out)[kR][kT]) {
   const size_t nb = job.cols / kQuantBlockValues;
@@ -108,13 +110,15 @@ HWY_INLINE void RowDots(const ExpandedJob& job, const Levels (&levels)[kR], cons
     __m256 sc[kR];
     for (size_t r = 0; r < kR; ++r) {
       levels[r].template Block<decltype(j)::value>(group[r], g, w[r], sc[r]);
-      wabs[r] = _mm256_sign_epi8(w[r], w[r]);
+      if constexpr (!kUnsigned) wabs[r] = _mm256_sign_epi8(w[r], w[r]);
     }
     for (size_t t = 0; t < kT; ++t) {
       const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t] + 32 * b));
       const __m256 dx = _mm256_loadu_ps(reinterpret_cast<const float*>(x[t] + job.layout.d8_offset + 32 * b));
       for (size_t r = 0; r < kR; ++r) {
-        const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(xq, w[r])), ones);
+        const __m256i products =
+            kUnsigned ? _mm256_maddubs_epi16(w[r], xq) : _mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(xq, w[r]));
+        const __m256i dot = _mm256_madd_epi16(products, ones);
         acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(sc[r], dx), acc[r][t]);
       }
     }
@@ -141,7 +145,7 @@ struct ExpandedLevels {
   const uint8_t* mins;
 };
 
-template <class Levels, size_t kR, size_t kT>
+template <class Levels, bool kUnsigned, size_t kR, size_t kT>
 HWY_INLINE void RowDots(const ExpandedJob& job, const Levels (&levels)[kR], const uint8_t* const (&x)[kT],
                         float (&out)[kR][kT]) {
   const D16 d16;
@@ -190,7 +194,7 @@ HWY_NOINLINE void Tile(const ExpandedJob& job, const Levels (&levels)[kR], size_
   const uint8_t* x[kT];
   for (size_t t = 0; t < kT; ++t) x[t] = job.x + (token + t) * job.x_stride;
   float dots[kR][kT];
-  RowDots<Levels, kR, kT>(job, levels, x, dots);
+  RowDots<Levels, /*kUnsigned=*/kMins, kR, kT>(job, levels, x, dots);
   const size_t nb = job.cols / kQuantBlockValues;
   for (size_t i = 0; i < kR; ++i) {
     for (size_t t = 0; t < kT; ++t) {
@@ -295,8 +299,8 @@ void MatMulExpandedImpl(const uint8_t* expanded, size_t cols, bool mins, const A
   }
 }
 
-// Rows [row_begin, row_end) of `w` in its stored layout, where this target reads it in place: q5_0,
-// q4_K and q6_K on AVX2. False (nothing written) elsewhere.
+// Rows [row_begin, row_end) of `w` in its stored layout, where this target reads it in place: every
+// expanded type on AVX2. False (nothing written) elsewhere.
 bool MatMulStoredImpl(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                       size_t row_end) {
 #if HWY_TARGET == HWY_AVX2
@@ -310,6 +314,18 @@ bool MatMulStoredImpl(const KernelMatrix& w, const Activations& a, float* y, siz
     case DType::kQ4_K:
       job.min_weights = MinWeights(job, a.num_tokens);
       RunStoredRows<Q4_KLevels, true>(job, rows, a.num_tokens);
+      return true;
+    case DType::kQ5_K:
+      job.min_weights = MinWeights(job, a.num_tokens);
+      RunStoredRows<Q5_KLevels, true>(job, rows, a.num_tokens);
+      return true;
+    case DType::kQ4_1:
+      job.min_weights = MinWeights(job, a.num_tokens);
+      RunStoredRows<Q1Levels<false>, true>(job, rows, a.num_tokens);
+      return true;
+    case DType::kQ5_1:
+      job.min_weights = MinWeights(job, a.num_tokens);
+      RunStoredRows<Q1Levels<true>, true>(job, rows, a.num_tokens);
       return true;
     default: return false;
   }
