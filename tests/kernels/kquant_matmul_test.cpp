@@ -74,6 +74,18 @@ Inputs MakeInputs(size_t tokens, size_t cols, std::mt19937& rng) {
   return in;
 }
 
+// Token t of `in` alone, packed.
+struct OneToken {
+  OneToken(DType type, const Inputs& in, size_t t, size_t cols) : packed(PackedActivationBytes(type, cols, 1)) {
+    a.data = in.x.data() + t * cols;
+    a.stride = cols;
+    a.num_tokens = 1;
+    PackActivations(type, cols, &a, packed.data());
+  }
+  std::vector<uint8_t> packed;
+  Activations a;
+};
+
 size_t ColsFor(DType type, size_t i) {
   const size_t k_cols[] = {256, 1024, 512}, legacy_cols[] = {32, 640, 96};
   return WeightType(type).block_size == 256 ? k_cols[i] : legacy_cols[i];
@@ -159,12 +171,8 @@ TEST_P(KQuantTarget, BatchSplitAndLayoutGiveTheSameBits) {
     for (size_t k = 0; k < whole.size(); ++k) ASSERT_EQ(sliced[k], whole[k]) << DTypeName(type) << " at " << k;
     // RowSlice of the copy, one token at a time.
     for (size_t t = 0; t < tokens; ++t) {
-      Activations one;
-      one.data = in.x.data() + t * cols;
-      one.stride = cols;
-      one.num_tokens = 1;
-      std::vector<uint8_t> packed(PackedActivationBytes(type, cols, 1));
-      PackActivations(type, cols, &one, packed.data());
+      const OneToken token(type, in, t, cols);
+      const Activations& one = token.a;
       for (size_t r = 0; r < rows; r += 7) {
         const KernelMatrix slice = RowSlice(copy.view, r, std::min(rows, r + 7));
         ASSERT_NE(slice.repacked, nullptr);
@@ -199,12 +207,8 @@ TEST_P(KQuantTarget, TokenBlocksAndTilesGiveTheSameBits) {
     std::vector<float> all(tokens * rows);
     MatMul(w.view, in.a, all.data(), rows, 0, rows);
     for (size_t t = 0; t < tokens; ++t) {
-      Activations one;
-      one.data = in.x.data() + t * cols;
-      one.stride = cols;
-      one.num_tokens = 1;
-      std::vector<uint8_t> packed(PackedActivationBytes(type, cols, 1));
-      PackActivations(type, cols, &one, packed.data());
+      const OneToken token(type, in, t, cols);
+      const Activations& one = token.a;
       std::vector<float> y(rows);
       MatMul(w.view, one, y.data(), 0, 0, rows);
       for (size_t r = 0; r < rows; ++r) ASSERT_EQ(y[r], all[t * rows + r]) << DTypeName(type) << " token " << t << " row " << r;
