@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -30,6 +31,9 @@ struct Case {
   int threads;
   const char* lora = nullptr;  // an adapter under fixtures/lora/, applied at run time
 };
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.model << ", " << c.threads << " threads" << (c.lora ? std::string(", ") + c.lora : std::string());
+}
 
 class BatchedForward : public ::testing::TestWithParam<Case> {};
 

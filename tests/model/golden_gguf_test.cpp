@@ -1,6 +1,7 @@
 // GGUF files in llama.cpp's layout (mini bf16 / q8_0 / q4_0) against the float reference and against
 // llama.cpp's own outputs on the same files.
 #include <cmath>
+#include <ostream>
 
 #include "golden_sparse.h"
 
@@ -37,6 +38,7 @@ struct QuantCase {
   const char* type;
   double bound;  // max |our logit - llama.cpp's| on the same file (it keeps its KV cache in f16)
 };
+void PrintTo(const QuantCase& c, std::ostream* os) { *os << c.type; }
 
 class GgufQuantized : public ::testing::TestWithParam<QuantCase> {};
 

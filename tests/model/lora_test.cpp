@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <ostream>
 
 #include "golden_sparse.h"
 #include "io/safetensors.h"
@@ -66,6 +67,7 @@ struct TinyCase {
   const char* adapter;  // lora/<adapter>
   const char* golden;   // lora/<golden>
 };
+void PrintTo(const TinyCase& c, std::ostream* os) { *os << c.base << " + " << c.adapter; }
 
 class LoraTinyGolden : public ::testing::TestWithParam<TinyCase> {};
 

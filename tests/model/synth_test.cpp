@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ostream>
 
 #include "io/safetensors.h"
 #include "model/synth.h"
@@ -28,6 +29,7 @@ struct Shipped {
   uint64_t seed;
   const char* dtype;
 };
+void PrintTo(const Shipped& s, std::ostream* os) { *os << s.dir; }
 
 class SynthMatchesShipped : public ::testing::TestWithParam<Shipped> {};
 
