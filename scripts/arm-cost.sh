@@ -8,6 +8,9 @@
 #   decode:  --decode-steps 20 minus 4 (context 64, zero-filled), divided by 16
 #   prefill: --repetitions 2 minus 1 of a 32-token prefill, divided by 32
 # Prints a Markdown table (docs/design/arm.md).
+# FGEMMA_ARM_COST_FILES="A.gguf B.gguf ..." counts those files instead of the synthesized 270m (e.g. the
+# real model's, docs/real-model.md): a decode and a prefill column each, named by the file; nothing is
+# synthesized and no host CLI is needed. Unset, the script does what it did before.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -16,7 +19,12 @@ jobs="${FGEMMA_JOBS:-2}"
 work="${TMPDIR:-/tmp}/fgemma-arm-cost"
 mkdir -p "$work"
 host="build/release/tools/fgemma"
-[ -x "$host" ] || { echo "$host missing: build the release preset's fgemma first" >&2; exit 1; }
+files=(${FGEMMA_ARM_COST_FILES:-})
+for i in "${!files[@]}"; do  # relative to where the script was started
+  [[ "${files[$i]}" == /* ]] || files[$i]="$OLDPWD/${files[$i]}"
+  [ -f "${files[$i]}" ] || { echo "${files[$i]} (FGEMMA_ARM_COST_FILES) missing" >&2; exit 1; }
+done
+((${#files[@]})) || [ -x "$host" ] || { echo "$host missing: build the release preset's fgemma first" >&2; exit 1; }
 plugin="$work/insn_count.so"
 [ -f "$plugin" ] || cc -O2 -shared -fPIC -o "$plugin" "$shared/tools/insn_count.c"
 # arch|cpu|FGEMMA_ARM_TARGET: qemu-arm -cpu max runs vsdot without reporting it, so it is forced.
@@ -32,16 +40,27 @@ for arch in aarch64 armhf; do
     -DCMAKE_BUILD_TYPE=Release -DFGEMMA_SHARED_DIR="$shared" -DFGEMMA_BUILD_TESTS=OFF -DFGEMMA_BUILD_BENCH=OFF >/dev/null
   cmake --build "$dir" -j "$jobs" --target fgemma >/dev/null
 done
-if [ ! -f "$work/270m/model.safetensors" ]; then
-  "$host" synth --config 270m --seed 270 --dtype bf16 --out "$work/270m"
-  cp assets/functiongemma/tokenizer.json "$work/270m/"
+# types: the column labels; models: the GGUF file of each.
+types=()
+models=()
+if ((${#files[@]})); then
+  for f in "${files[@]}"; do
+    types+=("$(basename "$f" .gguf)")
+    models+=("$f")
+  done
+else
+  if [ ! -f "$work/270m/model.safetensors" ]; then
+    "$host" synth --config 270m --seed 270 --dtype bf16 --out "$work/270m"
+    cp assets/functiongemma/tokenizer.json "$work/270m/"
+  fi
+  # FGEMMA_ARM_COST_TYPES narrows the weight types (e.g. "q4_0"; default both, the columns of docs/design/arm.md).
+  types=(${FGEMMA_ARM_COST_TYPES:-q8_0 q4_0})
+  for type in "${types[@]}"; do
+    [ -f "$work/270m-$type.gguf" ] || "$host" convert --model "$work/270m" --type "$type" --out "$work/270m-$type.gguf" >/dev/null
+    models+=("$work/270m-$type.gguf")
+  done
 fi
-# FGEMMA_ARM_COST_TYPES narrows the weight types (e.g. "q4_0"; default both, the columns of docs/design/arm.md).
-types=(${FGEMMA_ARM_COST_TYPES:-q8_0 q4_0})
-for type in "${types[@]}"; do
-  [ -f "$work/270m-$type.gguf" ] || "$host" convert --model "$work/270m" --type "$type" --out "$work/270m-$type.gguf" >/dev/null
-done
-# count ARCH CPU FORCED TYPE ARGS...: guest instructions of a bench run. With --threads 1 the whole
+# count ARCH CPU FORCED MODEL ARGS...: guest instructions of a bench run. With --threads 1 the whole
 # run is one guest thread (the weights are repacked on the loading thread too), so the plugin's
 # counter, which is not atomic across threads, is exact: identical runs agree to within a few
 # hundred instructions. (Before, the two threads repacking at load lost counts at random, which made
@@ -50,12 +69,12 @@ count() {
   count_once "$@"
 }
 count_once() {
-  local arch=$1 cpu=$2 forced=$3 type=$4
+  local arch=$1 cpu=$2 forced=$3 model=$4
   shift 4
   local emu=qemu-aarch64
   [ "$arch" = armhf ] && emu=qemu-arm
   FGEMMA_ARM_TARGET="$forced" "$emu" -cpu "$cpu" -plugin "$plugin" "build/cross-$arch/tools/fgemma" bench \
-    --model "$work/270m-$type.gguf" --threads 1 "$@" 2>&1 >"$work/last.out" | sed -n 's/^insn_count: total //p'
+    --model "$model" --threads 1 "$@" 2>&1 >"$work/last.out" | sed -n 's/^insn_count: total //p'
 }
 header="| build | CPU model (qemu-user) | kernels |"
 rule="|---|---|---|"
@@ -69,11 +88,12 @@ for config in "${configs[@]}"; do
   IFS='|' read -r arch cpu forced <<<"$config"
   cells=()
   kernels=""
-  for type in "${types[@]}"; do
-    base=$(count "$arch" "$cpu" "$forced" "$type" --prefill 32 --repetitions 1 --decode-contexts 64 --decode-steps 4 --decode-zero-fill)
+  for i in "${!types[@]}"; do
+    model=${models[$i]}
+    base=$(count "$arch" "$cpu" "$forced" "$model" --prefill 32 --repetitions 1 --decode-contexts 64 --decode-steps 4 --decode-zero-fill)
     kernels=$(sed -n 's/^threads.*kernels //p' "$work/last.out")
-    decode=$(count "$arch" "$cpu" "$forced" "$type" --prefill 32 --repetitions 1 --decode-contexts 64 --decode-steps 20 --decode-zero-fill)
-    prefill=$(count "$arch" "$cpu" "$forced" "$type" --prefill 32 --repetitions 2 --decode-contexts 64 --decode-steps 4 --decode-zero-fill)
+    decode=$(count "$arch" "$cpu" "$forced" "$model" --prefill 32 --repetitions 1 --decode-contexts 64 --decode-steps 20 --decode-zero-fill)
+    prefill=$(count "$arch" "$cpu" "$forced" "$model" --prefill 32 --repetitions 2 --decode-contexts 64 --decode-steps 4 --decode-zero-fill)
     cells+=("$(awk -v a="$decode" -v b="$base" 'BEGIN { printf "%.1fM", (a - b) / 16 / 1e6 }')")
     cells+=("$(awk -v a="$prefill" -v b="$base" 'BEGIN { printf "%.1fM", (a - b) / 32 / 1e6 }')")
   done
