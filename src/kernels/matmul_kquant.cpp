@@ -220,28 +220,36 @@ void RowsTokens(const ExpandedJob& job, const Levels (&levels)[kR], size_t r, si
 }
 
 // Tokens in blocks whose packed activations stay in L2 (a 512-token prefill of 2048-wide rows packs
-// 3.4 MB: streamed from L3 once a row, it halved the kernel's speed), rows in tiles within a block.
-template <bool kMins, size_t kR>
-void ExpandedRowsTokens(const ExpandedJob& job, size_t r, size_t t0, size_t t1) {
-  ExpandedLevels levels[kR];
-  for (size_t i = 0; i < kR; ++i) {
-    levels[i].q = job.rows + (r + i) * job.row_bytes;
-    levels[i].scales = levels[i].q + job.cols;
-    levels[i].mins = levels[i].scales + job.cols / 16 * 4;
-  }
-  RowsTokens<ExpandedLevels, kMins, kR>(job, levels, r, t0, t1);
-}
-
-template <bool kMins>
-void RunRows(const ExpandedJob& job, size_t rows, size_t tokens) {
-  constexpr size_t kTokenBlockBytes = 192 * 1024;
-  const size_t block = HWY_MAX(kTileTokens, kTokenBlockBytes / (HWY_MAX(job.x_stride, size_t{1}) * kTileTokens) * kTileTokens);
+// 3.4 MB: streamed from L3 once a row, it halved the kernel's speed), rows in tiles within a block;
+// `levels_at(r)` is row r's source.
+template <class Levels, bool kMins, class LevelsAt>
+void RunTiles(const ExpandedJob& job, size_t rows, size_t tokens, LevelsAt levels_at) {
+  const size_t block = TokensPerBlock(job.x_stride, kTileTokens, 192 * 1024);
   for (size_t t0 = 0; t0 < tokens; t0 += block) {
     const size_t t1 = HWY_MIN(tokens, t0 + block);
     size_t r = 0;
-    for (; r + kTileRows <= rows; r += kTileRows) ExpandedRowsTokens<kMins, kTileRows>(job, r, t0, t1);
-    for (; r < rows; ++r) ExpandedRowsTokens<kMins, 1>(job, r, t0, t1);
+    for (; r + kTileRows <= rows; r += kTileRows) {
+      Levels levels[kTileRows];
+      for (size_t i = 0; i < kTileRows; ++i) levels[i] = levels_at(r + i);
+      RowsTokens<Levels, kMins, kTileRows>(job, levels, r, t0, t1);
+    }
+    for (; r < rows; ++r) {
+      const Levels levels[1] = {levels_at(r)};
+      RowsTokens<Levels, kMins, 1>(job, levels, r, t0, t1);
+    }
   }
+}
+
+// The expanded copy: levels, then the row's scales and minimums.
+template <bool kMins>
+void RunRows(const ExpandedJob& job, size_t rows, size_t tokens) {
+  RunTiles<ExpandedLevels, kMins>(job, rows, tokens, [&job](size_t r) {
+    ExpandedLevels levels;
+    levels.q = job.rows + r * job.row_bytes;
+    levels.scales = levels.q + job.cols;
+    levels.mins = levels.scales + job.cols / 16 * 4;
+    return levels;
+  });
 }
 
 ExpandedJob MakeJob(size_t cols, const Activations& a, float* y, size_t y_stride) {
@@ -270,16 +278,7 @@ const float* MinWeights(const ExpandedJob& job, size_t tokens) {
 // The stored layout read in place: levels and scales unpacked per block in registers.
 template <class Levels, bool kMins>
 void RunStoredRows(const ExpandedJob& job, size_t rows, size_t tokens) {
-  size_t r = 0;
-  for (; r + kTileRows <= rows; r += kTileRows) {
-    Levels levels[kTileRows];
-    for (size_t i = 0; i < kTileRows; ++i) levels[i].row = job.rows + (r + i) * job.row_bytes;
-    RowsTokens<Levels, kMins, kTileRows>(job, levels, r, 0, tokens);
-  }
-  for (; r < rows; ++r) {
-    const Levels levels[1] = {{job.rows + r * job.row_bytes}};
-    RowsTokens<Levels, kMins, 1>(job, levels, r, 0, tokens);
-  }
+  RunTiles<Levels, kMins>(job, rows, tokens, [&job](size_t r) { return Levels{job.rows + r * job.row_bytes}; });
 }
 #endif
 
@@ -308,25 +307,14 @@ bool MatMulStoredImpl(const KernelMatrix& w, const Activations& a, float* y, siz
   job.rows = static_cast<const uint8_t*>(w.data) + row_begin * w.row_bytes();
   job.row_bytes = w.row_bytes();
   const size_t rows = row_end - row_begin;
+  if (kernels_internal::ExpandedHasMins(w.dtype)) job.min_weights = MinWeights(job, a.num_tokens);
   switch (w.dtype) {
     case DType::kQ5_0: RunStoredRows<Q5_0Levels, false>(job, rows, a.num_tokens); return true;
     case DType::kQ6_K: RunStoredRows<Q6_KLevels, false>(job, rows, a.num_tokens); return true;
-    case DType::kQ4_K:
-      job.min_weights = MinWeights(job, a.num_tokens);
-      RunStoredRows<Q4_KLevels, true>(job, rows, a.num_tokens);
-      return true;
-    case DType::kQ5_K:
-      job.min_weights = MinWeights(job, a.num_tokens);
-      RunStoredRows<Q5_KLevels, true>(job, rows, a.num_tokens);
-      return true;
-    case DType::kQ4_1:
-      job.min_weights = MinWeights(job, a.num_tokens);
-      RunStoredRows<Q1Levels<false>, true>(job, rows, a.num_tokens);
-      return true;
-    case DType::kQ5_1:
-      job.min_weights = MinWeights(job, a.num_tokens);
-      RunStoredRows<Q1Levels<true>, true>(job, rows, a.num_tokens);
-      return true;
+    case DType::kQ4_K: RunStoredRows<Q4_KLevels, true>(job, rows, a.num_tokens); return true;
+    case DType::kQ5_K: RunStoredRows<Q5_KLevels, true>(job, rows, a.num_tokens); return true;
+    case DType::kQ4_1: RunStoredRows<Q1Levels<false>, true>(job, rows, a.num_tokens); return true;
+    case DType::kQ5_1: RunStoredRows<Q1Levels<true>, true>(job, rows, a.num_tokens); return true;
     default: return false;
   }
 #else

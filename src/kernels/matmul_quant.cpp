@@ -568,14 +568,14 @@ struct QuantKernel {
     const size_t nb = job.cols / kBlockValues;
     // The next tile's rows; a one-row decode tile reaches 8 rows ahead (one thread, the 270m's
     // q8_0 head: 12-16 GB/s against 11-12 one row ahead and 7 with no prefetch).
-    const size_t kAhead = (kR == 1 && kT == 1 ? 8 : kR) * job.w_row_bytes;
+    const size_t ahead = (kR == 1 && kT == 1 ? 8 : kR) * job.w_row_bytes;
     for (size_t b = 0; b < nb; ++b) {
       typename BlockOps::W w[kR];
       const uint8_t* blk[kR];
       float dw[kR];
       for (size_t r = 0; r < kR; ++r) {
         blk[r] = tile.w[r] + b * kBB;
-        hwy::Prefetch(blk[r] + kAhead);
+        hwy::Prefetch(blk[r] + ahead);
         w[r] = BlockOps::template LoadW<kType>(blk[r]);
       }
       LoadScales(blk, dw);

@@ -119,11 +119,15 @@ HWY_INLINE void TileTokens(const TileJob& job, size_t row, size_t t, size_t t_en
 // Covers rows [row_begin, row_end) x tokens [0, num_tokens) with kRows x kTokens register tiles;
 // leftover rows go one at a time. Tokens are processed in blocks whose activations stay in L2
 // (kTokenBlockBytes) while the weight rows stream past them once per block.
+// Tokens a block of `budget_bytes` of activations holds at `x_stride` bytes a token, in whole tiles
+// of `tile_tokens` (at least one tile; the stride may be 0 for one token).
+HWY_INLINE size_t TokensPerBlock(size_t x_stride, size_t tile_tokens, size_t budget_bytes) {
+  return HWY_MAX(tile_tokens, budget_bytes / (HWY_MAX(x_stride, size_t{1}) * tile_tokens) * tile_tokens);
+}
+
 template <class K, size_t kRows, size_t kTokens>
 HWY_INLINE void TileMatMul(const TileJob& job, size_t row_begin, size_t row_end, size_t num_tokens) {
-  constexpr size_t kTokenBlockBytes = 256 * 1024;
-  const size_t token_bytes = HWY_MAX(job.x_stride, size_t{1});  // stride may be 0 for one token
-  const size_t block = HWY_MAX(kTokens, kTokenBlockBytes / (token_bytes * kTokens) * kTokens);
+  const size_t block = TokensPerBlock(job.x_stride, kTokens, 256 * 1024);
   for (size_t t0 = 0; t0 < num_tokens; t0 += block) {
     const size_t t1 = HWY_MIN(num_tokens, t0 + block);
     size_t r = row_begin;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "chat/call_format.h"
 #include "runtime/catalog_cache.h"
 #include "runtime/free_decode.h"
 #include "runtime/prompt_tokens.h"
@@ -202,9 +203,9 @@ void FunctionCaller::SetDraftSources(const ChatRequest& request, ConstrainedOpti
 namespace {
 // What an output is, for keeping one of each: the first call's function name, or "" for text.
 std::string_view OutputKind(std::string_view written) {
-  constexpr std::string_view kCall = "<start_function_call>call:";
-  if (!written.starts_with(kCall)) return {};
-  const std::string_view rest = written.substr(kCall.size());
+  constexpr std::string_view kCall = "call:";
+  if (!written.starts_with(kStartFunctionCall) || !written.substr(kStartFunctionCall.size()).starts_with(kCall)) return {};
+  const std::string_view rest = written.substr(kStartFunctionCall.size() + kCall.size());
   return rest.substr(0, rest.find('{'));
 }
 }  // namespace
