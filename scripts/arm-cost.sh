@@ -7,6 +7,8 @@
 # subtracting two runs that differ only in the work measured:
 #   decode:  --decode-steps 20 minus 4 (context 64, zero-filled), divided by 16
 #   prefill: --repetitions 2 minus 1 of a 32-token prefill, divided by 32
+#   prep:    the weight preparation at load (panels, expanded rows): bench --load-only minus the same
+#            with FGEMMA_INTERLEAVE=0 (the stored layout, nothing prepared), in G instructions
 # Prints a Markdown table (docs/design/arm.md).
 # FGEMMA_ARM_COST_FILES="A.gguf B.gguf ..." counts those files instead of the synthesized 270m (e.g. the
 # real model's, docs/real-model.md): a decode and a prefill column each, named by the file; nothing is
@@ -79,8 +81,8 @@ count_once() {
 header="| build | CPU model (qemu-user) | kernels |"
 rule="|---|---|---|"
 for type in "${types[@]}"; do
-  header+=" $type decode | $type prefill |"
-  rule+="---|---|"
+  header+=" $type decode | $type prefill | $type prep |"
+  rule+="---|---|---|"
 done
 echo "$header"
 echo "$rule"
@@ -96,6 +98,9 @@ for config in "${configs[@]}"; do
     prefill=$(count "$arch" "$cpu" "$forced" "$model" --prefill 32 --repetitions 2 --decode-contexts 64 --decode-steps 4 --decode-zero-fill)
     cells+=("$(awk -v a="$decode" -v b="$base" 'BEGIN { printf "%.1fM", (a - b) / 16 / 1e6 }')")
     cells+=("$(awk -v a="$prefill" -v b="$base" 'BEGIN { printf "%.1fM", (a - b) / 32 / 1e6 }')")
+    loaded=$(count "$arch" "$cpu" "$forced" "$model" --load-only)
+    stored=$(FGEMMA_INTERLEAVE=0 count "$arch" "$cpu" "$forced" "$model" --load-only)
+    cells+=("$(awk -v a="$loaded" -v b="$stored" 'BEGIN { printf "%.2fG", (a - b) / 1e9 }')")
   done
   row="| $arch | $cpu${forced:+ (FGEMMA_ARM_TARGET=$forced)} | $kernels |"
   for cell in "${cells[@]}"; do row+=" $cell |"; done

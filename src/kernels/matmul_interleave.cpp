@@ -52,21 +52,34 @@ void InterleaveWeights(const TensorView& w, void* out) {
     return;
   }
   const PanelFormat f = ActivePanelFormat();
+  // Whole panels a block at a time where NEON fills the layout (kernels/arm_panel_fill.cpp), the
+  // last partial panel (and every other target's layout) by the portable loop.
+  size_t done = ArmDotActive() ? FillArmPanels(w, f, static_cast<uint8_t*>(out)) : 0;
+  const size_t panel_bytes = f.panel_bytes(w.dtype, w.cols);
+  InterleaveRowsPortable(w, f, done, static_cast<uint8_t*>(out) + done / f.rows(w.dtype) * panel_bytes);
+}
+
+void InterleaveWeightsPortable(const TensorView& w, void* out) {
+  InterleaveRowsPortable(w, ActivePanelFormat(), 0, static_cast<uint8_t*>(out));
+}
+
+// Rows [first, w.rows) (first a multiple of the panel rows) into the panels from `dst` on.
+void InterleaveRowsPortable(const TensorView& w, const PanelFormat& f, size_t first, uint8_t* dst) {
+  if (first >= w.rows) return;
   const size_t nb = w.cols / kBlockValues, block_bytes = DTypeBlockBytes(w.dtype);
   const size_t panel_bytes = f.panel_bytes(w.dtype, w.cols);
   const size_t scale_bytes = f.scale_bytes(w.dtype, w.cols);
   const size_t group_bytes = f.block_bytes(w.dtype);
   const bool q8 = w.dtype == DType::kQ8_0;
   const size_t rows = f.rows(w.dtype);
-  const size_t panels = (w.rows + rows - 1) / rows;
-  uint8_t* dst = static_cast<uint8_t*>(out);
+  const size_t panels = (w.rows - first + rows - 1) / rows;
   // Padded rows: scale 0, weights 0 (paired q4_0: nibble 8 stored for w = 0 in a low nibble).
   std::memset(dst, 0, panels * panel_bytes);
   if (!q8 && f.q4_paired) {
     for (size_t p = 0; p < panels; ++p) std::memset(dst + p * panel_bytes + scale_bytes, 0x08, nb * group_bytes);
   }
-  for (size_t r = 0; r < w.rows; ++r) {
-    uint8_t* panel = dst + r / rows * panel_bytes;
+  for (size_t r = first; r < w.rows; ++r) {
+    uint8_t* panel = dst + (r - first) / rows * panel_bytes;
     const size_t lane = r % rows;
     const uint8_t* src = w.row(r);
     for (size_t b = 0; b < nb; ++b) {

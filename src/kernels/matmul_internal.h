@@ -155,10 +155,18 @@ bool ArmKQuantActive();
 void KQuantMinWeights(const QuantLayout& layout, const uint8_t* record, float* t);
 
 // Bytes of the interleaved copy of `w`, or 0 when the running target has no use for one (other
-// types, other targets; the types above always have their expanded copy). InterleaveWeights fills `out` (64-byte aligned). PrepareWeights makes
-// these copies for a model; tests and the benchmark make them directly.
+// types, other targets; the types above always have their expanded copy). InterleaveWeights fills
+// `out` (64-byte aligned). PrepareWeights makes these copies for a model; tests and the benchmark
+// make them directly.
 size_t InterleavedWeightBytes(const TensorView& w);
 void InterleaveWeights(const TensorView& w, void* out);
+// The q8_0/q4_0 panels' definition, row by row (the tests compare InterleaveWeights with it), and
+// its rows [first, w.rows) (first a multiple of f's panel rows) into the panels from `dst` on.
+void InterleaveWeightsPortable(const TensorView& w, void* out);
+void InterleaveRowsPortable(const TensorView& w, const PanelFormat& f, size_t first, uint8_t* dst);
+// The whole panels of a q8_0/q4_0 `w` in the Arm layout `f`, filled with NEON; returns the rows it
+// filled (a multiple of f's panel rows; 0 off Arm, without NEON or for another layout).
+size_t FillArmPanels(const TensorView& w, const PanelFormat& f, uint8_t* dst);
 // Reference for the interleaved kernels (tests): the fold of kernels/matmul.h in scalar code, from
 // w.data and a.packed. Bit-identical to MatMul on interleaved weights.
 void MatMulInterleavedReference(const TensorView& w, const Activations& a, float* y, size_t y_stride,

@@ -2,7 +2,7 @@
 
 namespace fgemma {
 
-float F16ToF32(uint16_t h) {
+float F16ToF32Portable(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t mant = h & 0x3ffu;

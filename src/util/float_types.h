@@ -23,7 +23,19 @@ inline uint16_t F32ToBf16(float f) {
   return static_cast<uint16_t>((bits + rounding) >> 16);
 }
 
-float F16ToF32(uint16_t h);
+// Exact. The portable definition (bit operations) is the reference; on aarch64 the CPU's own
+// conversion (one fcvt instead of a dozen instructions: the block formats' scales are converted
+// millions of times at load) gives the same float for every half but signalling NaNs (quieted).
+float F16ToF32Portable(uint16_t h);
+#if defined(__aarch64__)
+inline float F16ToF32(uint16_t h) {
+  __fp16 x;
+  std::memcpy(&x, &h, 2);
+  return static_cast<float>(x);
+}
+#else
+inline float F16ToF32(uint16_t h) { return F16ToF32Portable(h); }
+#endif
 uint16_t F32ToF16(float f);  // round to nearest even, overflow to inf
 
 // An f16 at a byte address (any alignment; the block formats' scales), read or written.

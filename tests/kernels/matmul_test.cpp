@@ -36,6 +36,7 @@ using test::TargetParamName;
 using test::TargetTest;
 using kernels_internal::InterleavedWeightBytes;
 using kernels_internal::InterleaveWeights;
+using kernels_internal::InterleaveWeightsPortable;
 using kernels_internal::MatMulInterleavedReference;
 
 // Random weights of `dtype`, stored `offset` bytes into an over-allocated buffer.
@@ -420,6 +421,25 @@ TEST_P(TargetTest, InterleavedWeights) {
           RunCase(c, rng);
           if (HasFatalFailure()) return;
         }
+      }
+    }
+  }
+}
+
+// The NEON fill of the Arm panels (whole panels a block at a time) writes the bytes the portable
+// row-by-row definition does: partial last panels, odd block counts, misaligned stored rows.
+TEST(InterleavedWeights, FillEqualsThePortableDefinition) {
+  std::mt19937 rng(9);
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0}) {
+    for (size_t rows : {1, 3, 4, 5, 8, 9, 12, 17, 33}) {
+      for (size_t cols : {32, 96, 640}) {
+        Weights w = MakeWeights(dtype, rows, cols, rows % 3, rng);
+        const size_t bytes = InterleavedWeightBytes(w.view);
+        if (bytes == 0) GTEST_SKIP() << KernelTargetName() << " has no interleaved kernels";
+        std::vector<uint8_t> fast(bytes, 0xA5), portable(bytes, 0x5A);
+        InterleaveWeights(w.view, fast.data());
+        InterleaveWeightsPortable(w.view, portable.data());
+        ASSERT_EQ(fast, portable) << DTypeName(dtype) << " " << rows << "x" << cols;
       }
     }
   }

@@ -28,6 +28,23 @@ TEST(FloatTypes, F16RoundTripsEveryHalf) {
   }
 }
 
+// On aarch64 F16ToF32 is the CPU's conversion: the same float as the portable definition for every
+// half (a NaN stays a NaN).
+TEST(FloatTypes, F16ToF32EqualsThePortableDefinition) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const uint16_t half = static_cast<uint16_t>(h);
+    const float a = F16ToF32(half), b = F16ToF32Portable(half);
+    if (std::isnan(b)) {
+      EXPECT_TRUE(std::isnan(a)) << std::hex << h;
+      continue;
+    }
+    uint32_t ba, bb;
+    std::memcpy(&ba, &a, 4);
+    std::memcpy(&bb, &b, 4);
+    EXPECT_EQ(ba, bb) << std::hex << h;
+  }
+}
+
 TEST(FloatTypes, F16RoundsLikeHardware) {
   EXPECT_EQ(F32ToF16(65504.0f), 0x7bff);
   EXPECT_EQ(F32ToF16(65520.0f), 0x7c00);       // rounds up to infinity

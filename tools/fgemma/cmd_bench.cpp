@@ -9,6 +9,7 @@
 #include "kernels/matmul.h"
 #include "model/gemma3_forward.h"
 #include "runtime/session.h"
+#include "util/json.h"
 #include "util/process_stats.h"
 
 namespace fgemma::cli {
@@ -24,6 +25,7 @@ struct BenchArgs {
   size_t decode_steps = 32;
   size_t repetitions = 3;
   std::vector<size_t> pass_rows;  // --pass-rows: time passes of these many rows at each decode context
+  bool load_only = false;  // --load-only: open the model and a session, time nothing else
   CallBenchArgs calls;  // --calls: the function-call benchmark instead
 };
 
@@ -162,31 +164,43 @@ Status TimeDecodes(const BenchArgs& a, size_t context, const std::vector<int32_t
 
 // Load time and memory, in MiB, taken once the runs are done.
 struct BenchFigures {
-  double load_s = 0, peak_mb = 0, kv_sliding_mb = 0, kv_global_mb = 0, weights_mb = 0;
+  double load_s = 0, peak_mb = 0, kv_sliding_mb = 0, kv_global_mb = 0, weights_mb = 0, repacked_mb = 0;
 };
 
 BenchFigures MeasureFigures(double load_s, const Model& m, const Session& s) {
   constexpr double kMiB = 1024.0 * 1024.0;
   return {load_s, static_cast<double>(PeakRssBytes()) / kMiB,
           static_cast<double>(s.kv_cache().bytes(LayerKind::kSliding)) / kMiB,
-          static_cast<double>(s.kv_cache().bytes(LayerKind::kGlobal)) / kMiB, static_cast<double>(m.weight_bytes()) / kMiB};
+          static_cast<double>(s.kv_cache().bytes(LayerKind::kGlobal)) / kMiB, static_cast<double>(m.weight_bytes()) / kMiB,
+          static_cast<double>(m.repacked_bytes()) / kMiB};
 }
 
 void PrintBenchJson(const BenchArgs& a, const BenchSession& b, const std::vector<BenchRow>& rows, const BenchFigures& f) {
   const Model& m = *b.model;
   const Session& s = *b.session;
-  std::printf("{\"model\":\"%s\",\"config\":\"%s\",\"weights\":\"%s\",\"weight_mib\":%.1f,\"threads\":%d,\"kernel\":\"%s\",\"load_s\":%.4f,",
-              a.model.c_str(), m.config().name.c_str(), m.weight_type_name().c_str(), f.weights_mb,
-              s.pool().num_threads(), KernelTargetName(), f.load_s);
+  Json j = {{"model", a.model},
+            {"config", m.config().name},
+            {"weights", m.weight_type_name()},
+            {"weight_mib", f.weights_mb},
+            {"repacked_mib", f.repacked_mb},
+            {"threads", s.pool().num_threads()},
+            {"kernel", KernelTargetName()},
+            {"load_s", f.load_s}};
   if (const LoraAdapter* l = s.lora())
-    std::printf("\"lora\":{\"dir\":%s,\"rank\":%zu,\"scale\":%g,\"mib\":%.1f},", Json(l->dir()).dump().c_str(),
-                l->rank(), l->scale(), static_cast<double>(l->bytes()) / (1024.0 * 1024.0));
-  std::printf("\"results\":[");
-  for (size_t i = 0; i < rows.size(); ++i)
-    std::printf("%s{\"metric\":\"%s\",\"n\":%zu,%s\"value\":%.4f}", i ? "," : "", rows[i].what.c_str(), rows[i].n,
-                rows[i].rows ? ("\"rows\":" + std::to_string(rows[i].rows) + ",").c_str() : "", rows[i].value);
-  std::printf("],\"kv_sliding_mib\":%.1f,\"kv_global_mib\":%.1f,\"context\":%zu,\"peak_rss_mib\":%.1f}\n",
-              f.kv_sliding_mb, f.kv_global_mb, b.context, f.peak_mb);
+    j["lora"] = {{"dir", l->dir()}, {"rank", l->rank()}, {"scale", l->scale()},
+                 {"mib", static_cast<double>(l->bytes()) / (1024.0 * 1024.0)}};
+  Json results = Json::array();
+  for (const BenchRow& r : rows) {
+    Json row = {{"metric", r.what}, {"n", r.n}, {"value", r.value}};
+    if (r.rows) row["rows"] = r.rows;
+    results.push_back(std::move(row));
+  }
+  j["results"] = std::move(results);
+  j["kv_sliding_mib"] = f.kv_sliding_mb;
+  j["kv_global_mib"] = f.kv_global_mb;
+  j["context"] = b.context;
+  j["peak_rss_mib"] = f.peak_mb;
+  std::printf("%s\n", j.dump().c_str());
 }
 
 void PrintBenchText(const BenchArgs& a, const BenchSession& b, const std::vector<BenchRow>& rows, const BenchFigures& f) {
@@ -198,7 +212,7 @@ void PrintBenchText(const BenchArgs& a, const BenchSession& b, const std::vector
     std::printf("lora      %s (r %zu, scale %g, %zu modules, %.1f MiB float32)\n", l->dir().c_str(), l->rank(), l->scale(),
                 l->target_modules().size(), static_cast<double>(l->bytes()) / (1024.0 * 1024.0));
   std::printf("threads   %d, kernels %s\n", s.pool().num_threads(), KernelTargetName());
-  std::printf("load      %.3f s\n", f.load_s);
+  std::printf("load      %.3f s (%.1f MiB repacked)\n", f.load_s, f.repacked_mb);
   for (const auto& r : rows) {
     if (r.what == "prefill_tok_per_s")
       std::printf("prefill   %5zu tokens: %10.1f tok/s\n", r.n, r.value);
@@ -224,9 +238,10 @@ int RunBench(const BenchArgs& a) {
   const auto tokens = BenchTokens(b.context, b.model->config().vocab_size);
   // The timed runs, in the order of the report: prefill, passes, decode.
   std::vector<BenchRow> rows;
-  Status st = TimePrefills(a, b.context, tokens, s, &rows);
-  if (st.ok()) st = TimePasses(a, b.context, tokens, s, &rows);
-  if (st.ok()) st = TimeDecodes(a, b.context, tokens, s, &rows);
+  Status st = Status::Ok();
+  if (!a.load_only) st = TimePrefills(a, b.context, tokens, s, &rows);
+  if (st.ok() && !a.load_only) st = TimePasses(a, b.context, tokens, s, &rows);
+  if (st.ok() && !a.load_only) st = TimeDecodes(a, b.context, tokens, s, &rows);
   if (!st.ok()) return Fail(st.ToString());
   // Memory once the runs are done (the peak RSS includes them), then the report.
   const BenchFigures figures = MeasureFigures(load_s, *b.model, s);
@@ -253,6 +268,9 @@ const CommandRegistration kBench(40, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--pass-rows", a->pass_rows,
                   "also time forward passes of these many rows (no head) at each decode context, reached by "
                   "zero-filling the KV cache; the median of --repetitions (e.g. --pass-rows 1 2 4 8 16 32 64)");
+  cmd->add_flag("--load-only", a->load_only,
+                "open the model and a session and report load time, repacked bytes and memory, nothing else (the "
+                "weight preparation's cost: scripts/arm-cost.sh)");
   cmd->add_flag("--decode-zero-fill", a->zero_fill,
                 "reach each decode context by zero-filling the KV cache instead of prefilling it (same decode "
                 "work and memory, meaningless tokens; for long contexts on slow machines)");
