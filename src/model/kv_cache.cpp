@@ -31,6 +31,18 @@ Result<KvCache> KvCache::Create(const ModelConfig& config, size_t context) {
   return cache;
 }
 
+uint64_t KvCache::BytesFor(const ModelConfig& config, size_t context) {
+  const uint64_t kv_dim = static_cast<uint64_t>(config.kv_dim());
+  const size_t window = static_cast<size_t>(config.sliding_window);
+  uint64_t floats = 0;
+  for (int l = 0; l < config.num_layers; ++l) {
+    const bool global = config.layer_kinds[static_cast<size_t>(l)] == LayerKind::kGlobal;
+    floats += 2 * static_cast<uint64_t>(global ? context : std::min(window, context)) * kv_dim;  // keys, values
+    if (!global) floats += 2 * kMaxUndoRows * kv_dim;
+  }
+  return floats * sizeof(float);
+}
+
 void KvCache::Commit(int layer, size_t start, size_t n, const float* k, const float* v) {
   written_end_ = std::max(written_end_, start + n);
   Layer& lc = layers_[static_cast<size_t>(layer)];

@@ -27,6 +27,9 @@ class KvCache {
   // Storage for `context` positions (<= max_position_embeddings, checked by the caller); fails
   // when a layer does not fit this address space (32-bit builds).
   static Result<KvCache> Create(const ModelConfig& config, size_t context);
+  // The bytes Create(config, context) allocates (keys, values and the undo rows), without
+  // allocating them: what a server sizes its sessions by.
+  static uint64_t BytesFor(const ModelConfig& config, size_t context);
 
   size_t context() const { return context_; }
   LayerKind kind(int layer) const { return layers_[static_cast<size_t>(layer)].kind; }

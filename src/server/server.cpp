@@ -26,6 +26,7 @@
 #include "server/http_loop.h"
 #include "server/http_policy.h"
 #include "server/openai_format.h"
+#include "server/serve_shape.h"
 #include "util/hash.h"
 #include "util/run_limits.h"
 
@@ -34,6 +35,7 @@ namespace fgemma::server {
 struct Server::Impl {
   ServerOptions options;
   std::string bind_address;  // the resolved address of options.host that was checked
+  std::string shape_basis;   // how threads, sessions and context left at 0 were chosen ("" = all given)
   // A model the server answers for: the base (with --lora's adapter, if any), or a named LoRA
   // adapter over the same mapped weights; each with its sessions, catalog states and batcher.
   struct Variant {
@@ -312,9 +314,10 @@ Status CheckServerOptions(const ServerOptions& options, const std::vector<std::s
   if (options.read_timeout_s <= 0 || options.keep_alive_s <= 0 || options.keep_alive_max == 0)
     return InvalidArgument("--read-timeout-s, --keep-alive-s and --keep-alive-max must be positive");
   FGEMMA_RETURN_IF_ERROR(CheckThreadCount(options.threads, "--threads"));
-  if (options.sessions == 0 || options.sessions > kMaxServerSessions)
+  if (options.sessions > kMaxServerSessions)
     return OutOfRange("--sessions " + std::to_string(options.sessions) + ": must be 1 to " +
-                      std::to_string(kMaxServerSessions));
+                      std::to_string(kMaxServerSessions) + " (0: as many as memory allows, at most " +
+                      std::to_string(kAutoMaxSessions) + ")");
   if (options.http_workers > kMaxHttpWorkers)
     return OutOfRange("--http-workers " + std::to_string(options.http_workers) + ": must be at most " +
                       std::to_string(kMaxHttpWorkers));
@@ -376,8 +379,16 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   impl->bind_address = addresses.front();
   LoadOptions load_options;
   load_options.tokenizer_path = options.tokenizer_path;
-  EngineConfig config = EngineConfigOf(options);
-  FGEMMA_TRY(impl->engine, Engine::Load(options.model_path, load_options, config));
+  FGEMMA_TRY(LoadedModel loaded, LoadModel(options.model_path, load_options));
+  // Threads, sessions and context left at 0 fit the machine, sized once the weights are in memory.
+  const ServeShape shape = ResolveServeShape(options.threads, options.sessions, options.context,
+                                             loaded.model->config(), ReadMachineFacts());
+  impl->options.threads = shape.threads;
+  impl->options.sessions = shape.sessions;
+  impl->options.context = shape.context;
+  impl->shape_basis = shape.basis;
+  EngineConfig config = EngineConfigOf(impl->options);
+  impl->engine = Engine::Create(std::move(loaded), config);
   for (const ServedModel& s : served) {
     FGEMMA_RETURN_IF_ERROR(impl->AddVariant(config, s.name, s.lora));
     config.cache_path.clear();  // the cache file belongs to the base's name
@@ -396,7 +407,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
     raw->ChatCompletions(req, out, admission);
   };
   handlers.error = [](int status, const std::string& message) { return Error(status, message, ErrorType(status)); };
-  impl->loop = std::make_unique<http::Loop>(LoopOptionsFor(options), std::move(handlers));
+  impl->loop = std::make_unique<http::Loop>(LoopOptionsFor(impl->options), std::move(handlers));
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
@@ -427,8 +438,10 @@ Status Server::Run() {
   FGEMMA_RETURN_IF_ERROR(Bind());
   std::string names;
   for (const std::string& name : impl_->Names()) names += (names.empty() ? "" : ", ") + name;
-  std::fprintf(stderr, "fgemma: serving %s on http://%s:%d (%zu sessions)\n", names.c_str(), impl_->options.host.c_str(),
-               port_, impl_->Sessions());
+  const ServerOptions& o = impl_->options;
+  std::fprintf(stderr, "fgemma: serving %s on http://%s:%d (%zu sessions, %d threads, context %zu%s%s)\n", names.c_str(),
+               o.host.c_str(), port_, impl_->Sessions(), o.threads, o.context,
+               impl_->shape_basis.empty() ? "" : "; chosen: ", impl_->shape_basis.c_str());
   impl_->loop->Run();
   return Status::Ok();
 }

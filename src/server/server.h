@@ -31,9 +31,11 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                 // 0 = any free port (see Server::port())
   std::string api_key;             // "" = no authentication (loopback only)
-  size_t sessions = 2;             // callers in the pool
-  int threads = 1;                 // threads of the one pool every session shares
-  size_t context = 4096;           // positions per session (bounds the prompt)
+  // 0 = fit the machine (server/serve_shape.h): threads from the cores, sessions and context from
+  // the memory left once the model is loaded.
+  size_t sessions = 0;             // callers in the pool
+  int threads = 0;                 // threads of the one pool every session shares
+  size_t context = 0;              // positions per session (bounds the prompt)
   // Generated tokens per request (a request may ask for fewer): ResolveMaxTokens (0: 1024; at
   // most `context`).
   size_t max_tokens = 1024;

@@ -6,6 +6,7 @@
 #include "chat/render.h"
 #include "chat/request.h"
 #include "command.h"
+#include "util/json.h"
 #include "number_options.h"
 #include "lora_option.h"
 #include "runtime/loaded_model.h"
@@ -113,9 +114,7 @@ int RunGenerate(const GenerateArgs& a) {
                  static_cast<double>(PeakRssBytes()) / (1024.0 * 1024.0));
   }
   if (!text_out) {
-    std::printf("[");
-    for (size_t i = 0; i < out.size(); ++i) std::printf("%s%d", i ? "," : "", out[i]);
-    std::printf("]\n");
+    std::printf("%s\n", Json(out).dump().c_str());
   }
   return 0;
 }

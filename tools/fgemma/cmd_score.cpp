@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "command.h"
+#include "util/json.h"
 #include "number_options.h"
 #include "lora_option.h"
 #include "runtime/session.h"
@@ -102,9 +103,9 @@ int RunScore(const ScoreArgs& a) {
     std::partial_sort(order.begin(), order.begin() + static_cast<long>(k), order.end(), [&](size_t x, size_t y) {
       return logits[x] > logits[y] || (logits[x] == logits[y] && x < y);
     });
-    std::printf("{\"pos\":%zu,\"top\":[", pos);
-    for (size_t i = 0; i < k; ++i) std::printf("%s[%zu,%.9g]", i ? "," : "", order[i], static_cast<double>(logits[order[i]]));
-    std::printf("]}\n");
+    Json top = Json::array();
+    for (size_t i = 0; i < k; ++i) top.push_back({order[i], logits[order[i]]});  // the float, shortest exact digits
+    std::printf("%s\n", Json{{"pos", pos}, {"top", std::move(top)}}.dump().c_str());
     if (logits_file && std::fwrite(logits.data(), sizeof(float), vocab, logits_file) != vocab) return Fail(a.logits_out + ": write failed");
   }
   if (logits_out) {

@@ -69,15 +69,18 @@ const CommandRegistration kServe(90, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--host", o->host, "address or name to bind (unless every address it resolves to is loopback, requires --api-key)")->capture_default_str();
   cmd->add_option("--port", o->port, "port (0: any free port)")->capture_default_str();
   cmd->add_option("--api-key", o->api_key, "require Authorization: Bearer KEY on /v1/*");
-  cmd->add_option("--sessions", o->sessions, "concurrent sessions sharing the model")->capture_default_str();
+  cmd->add_option("--sessions", o->sessions,
+                  "concurrent sessions sharing the model (0: as many as fit in half the memory available once the "
+                  "model is loaded, 1 to 8)")->capture_default_str();
   cmd->add_flag("--trust-content-tokens", o->trust_content_tokens,
                 "let control-token text in client content (messages, tool names, descriptions, enum values, "
                 "arguments) become control tokens, as Hugging Face does (default: off, content is text)");
-  AddThreadsOption(cmd, &o->threads, "threads of the thread pool all sessions share")->capture_default_str();
+  AddThreadsOption(cmd, &o->threads, "threads of the thread pool all sessions share (0: the cores this process may use)")->capture_default_str();
   cmd->add_option("--model-name", o->model_name, "model id clients send (default: the model path's name)");
   // 0 would start a server that refuses every request; above the model's maximum the sessions are
   // refused when made, before the server listens.
-  cmd->add_option("--context", o->context, "positions per session (bounds the prompt; 1 to the model's maximum)")
+  cmd->add_option("--context", o->context, "positions per session (bounds the prompt; 1 to the model's maximum; 0: 4096, halved down to 512 "
+                  "while one session would not fit in half the available memory)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 24))  // 2^24: ModelConfig's bound on positions
       ->capture_default_str();
   cmd->add_option("--max-tokens", o->max_tokens, "generated tokens per request (0: 1024; at most --context)")->capture_default_str();
