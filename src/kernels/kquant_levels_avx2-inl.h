@@ -42,6 +42,24 @@ HWY_INLINE float F16At(const uint8_t* p) {  // exact, as LoadF16
   return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
 }
 
+// The f16 values at p, p + stride, ..., p + 7 * stride, widened exactly (as F16At each).
+HWY_INLINE __m256 F16x8At(const uint8_t* p, size_t stride) {
+  auto at = [&](size_t k) {
+    uint16_t h;
+    std::memcpy(&h, p + k * stride, 2);
+    return static_cast<int>(h);
+  };
+  __m128i h = _mm_cvtsi32_si128(at(0));
+  h = _mm_insert_epi16(h, at(1), 1);
+  h = _mm_insert_epi16(h, at(2), 2);
+  h = _mm_insert_epi16(h, at(3), 3);
+  h = _mm_insert_epi16(h, at(4), 4);
+  h = _mm_insert_epi16(h, at(5), 5);
+  h = _mm_insert_epi16(h, at(6), 6);
+  h = _mm_insert_epi16(h, at(7), 7);
+  return _mm256_cvtph_ps(h);
+}
+
 // The expanded row: 32 levels a block, then the header (2 scales a block, then 1 minimum a block).
 struct ExpandedLevels {
   static constexpr size_t kGroup = 1;
@@ -118,9 +136,10 @@ struct Q1Levels {
     __m256 acc = _mm256_setzero_ps();
     size_t b = 0;
     for (; b + 8 <= nb; b += 8) {
-      HWY_ALIGN float m[8];
-      for (size_t k = 0; k < 8; ++k) m[k] = F16At(row + (b + k) * sizeof(BlockType) + offsetof(BlockType, m));
-      acc = _mm256_fmadd_ps(_mm256_load_ps(m), _mm256_loadu_ps(t + b), acc);
+      // The 8 blocks' f16 minimums gathered into one vector and widened at once (exact): through
+      // a float array on the stack, 8 scalar stores could not forward to the vector load.
+      acc = _mm256_fmadd_ps(F16x8At(row + b * sizeof(BlockType) + offsetof(BlockType, m), sizeof(BlockType)),
+                            _mm256_loadu_ps(t + b), acc);
     }
     float sum = SumOfVector(hn::Full256<float>(), hn::Vec256<float>{acc});
     for (; b < nb; ++b) sum = std::fma(F16At(row + b * sizeof(BlockType) + offsetof(BlockType, m)), t[b], sum);
