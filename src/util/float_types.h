@@ -23,11 +23,12 @@ inline uint16_t F32ToBf16(float f) {
   return static_cast<uint16_t>((bits + rounding) >> 16);
 }
 
-// Exact. The portable definition (bit operations) is the reference; on aarch64 the CPU's own
-// conversion (one fcvt instead of a dozen instructions: the block formats' scales are converted
-// millions of times at load) gives the same float for every half but signalling NaNs (quieted).
+// Exact. The portable definition (bit operations) is the reference; where the CPU converts halves
+// itself (aarch64; AArch32 with the VFP half-precision extension, __ARM_FP bit 1) its one
+// instruction replaces a dozen (the block formats' scales are converted millions of times at load)
+// and gives the same float for every half but signalling NaNs (quieted).
 float F16ToF32Portable(uint16_t h);
-#if defined(__aarch64__)
+#if defined(__aarch64__) || (defined(__ARM_FP16_FORMAT_IEEE) && defined(__ARM_FP) && (__ARM_FP & 2))
 inline float F16ToF32(uint16_t h) {
   __fp16 x;
   std::memcpy(&x, &h, 2);
