@@ -6,6 +6,10 @@
 #include "kernels/matmul_internal.h"
 #include "util/float_types.h"
 
+#if defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
+
 namespace fgemma::kernels_internal {
 
 namespace {
@@ -22,6 +26,7 @@ struct RowOut {
   void Min(size_t i, float v) const { std::memcpy(mins + 4 * i, &v, 4); }
 };
 
+#if !defined(__ARM_NEON)  // the portable forms of the q5 and K expansions (NEON's below)
 // For each qh byte, the 8 bytes its bits add to 8 nibbles, whole uint64 at a time: q5_1 keeps the
 // level v = nibble + 16 * bit (byte = nibble | 0x10); q5_0 stores v - 16 as int8, which is the
 // nibble itself where the bit is set and nibble - 16 = nibble | 0xF0 where it is clear.
@@ -42,6 +47,7 @@ constexpr FifthBitTables kFifthBits;
 // Q5_K's fifth bits 8 bytes at a time (the byte loop costs 2.2 guest instructions a value on aarch64,
 // this 1.6; q4_1's, q4_K's and q6_K's byte loops compile as well as their 64-bit forms or better).
 constexpr uint64_t kLowNibbles = 0x0F0F0F0F0F0F0F0FULL, kLowBits = 0x0101010101010101ULL;
+#endif
 
 void ExpandQ4_1(const uint8_t* row, size_t nb, RowOut o) {
   for (size_t b = 0; b < nb; ++b, row += sizeof(BlockQ4_1)) {
@@ -69,6 +75,27 @@ void ExpandQ5(const uint8_t* row, size_t nb, RowOut o) {
     o.Scale(2 * b, d);
     o.Scale(2 * b + 1, d);
     o.Min(b, kMin ? LoadF16(row + offsetof(BlockQ5_1, m)) : 0.0f);
+#if defined(__ARM_NEON)
+    // NEON (half the guest instructions of the table form on AArch32): each qh byte spread over 8
+    // lanes, tested against that lane's bit.
+    const uint8x16_t qs = vld1q_u8(row + kQs);
+    uint32_t qh_bits;  // at a 2-byte offset in q5_0's blocks: not aligned
+    std::memcpy(&qh_bits, row + kQh, 4);
+    const uint8x8_t qh = vreinterpret_u8_u32(vdup_n_u32(qh_bits));
+    const uint8x16_t bit = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ULL));
+    const uint8x16_t set_lo = vtstq_u8(vcombine_u8(vdup_lane_u8(qh, 0), vdup_lane_u8(qh, 1)), bit);
+    const uint8x16_t set_hi = vtstq_u8(vcombine_u8(vdup_lane_u8(qh, 2), vdup_lane_u8(qh, 3)), bit);
+    uint8x16_t lo = vandq_u8(qs, vdupq_n_u8(15)), hi = vshrq_n_u8(qs, 4);
+    if constexpr (kMin) {  // v = nibble | 0x10 where the bit is set
+      lo = vorrq_u8(lo, vandq_u8(set_lo, vdupq_n_u8(0x10)));
+      hi = vorrq_u8(hi, vandq_u8(set_hi, vdupq_n_u8(0x10)));
+    } else {  // v - 16 = nibble | 0xF0 where it is clear
+      lo = vorrq_u8(lo, vbicq_u8(vdupq_n_u8(0xF0), set_lo));
+      hi = vorrq_u8(hi, vbicq_u8(vdupq_n_u8(0xF0), set_hi));
+    }
+    vst1q_u8(reinterpret_cast<uint8_t*>(o.q + 32 * b), lo);
+    vst1q_u8(reinterpret_cast<uint8_t*>(o.q + 32 * b + 16), hi);
+#else
     // Elements 8i..8i+7 (low nibbles) and 16 + 8i.. (high nibbles) with their fifth bits from qh
     // bytes i and 2 + i (little-endian: bit e of the u32 for element e).
     const uint64_t* table = kMin ? kFifthBits.q5_1 : kFifthBits.q5_0;
@@ -82,6 +109,7 @@ void ExpandQ5(const uint8_t* row, size_t nb, RowOut o) {
       std::memcpy(v + 16 + 8 * i, &hi, 8);
     }
     std::memcpy(o.q + 32 * b, v, 32);
+#endif
   }
 }
 
@@ -97,6 +125,22 @@ void ExpandQK(const uint8_t* row, size_t nb, RowOut o) {
       o.Scale(16 * s + 2 * j + 1, d * static_cast<float>(sm.scale));
       o.Min(8 * s + j, -(dmin * static_cast<float>(sm.min)));
     }
+#if defined(__ARM_NEON)
+    // 16 bytes at a time; Q5_K's fifth bits tested in place (bit 2c / 2c + 1 of each qh byte).
+    for (size_t c = 0; c < 4; ++c) {
+      for (size_t l = 0; l < 32; l += 16) {
+        const uint8x16_t bytes = vld1q_u8(row + kQs + 32 * c + l);
+        uint8x16_t lo = vandq_u8(bytes, vdupq_n_u8(15)), hi = vshrq_n_u8(bytes, 4);
+        if constexpr (kFive) {
+          const uint8x16_t h = vld1q_u8(row + offsetof(BlockQ5_K, qh) + l), sixteen = vdupq_n_u8(0x10);
+          lo = vorrq_u8(lo, vandq_u8(vtstq_u8(h, vdupq_n_u8(static_cast<uint8_t>(1u << (2 * c)))), sixteen));
+          hi = vorrq_u8(hi, vandq_u8(vtstq_u8(h, vdupq_n_u8(static_cast<uint8_t>(2u << (2 * c)))), sixteen));
+        }
+        vst1q_u8(reinterpret_cast<uint8_t*>(o.q + 256 * s + 64 * c + l), lo);
+        vst1q_u8(reinterpret_cast<uint8_t*>(o.q + 256 * s + 64 * c + 32 + l), hi);
+      }
+    }
+#else
     // 8 bytes (elements l..l+7 of chunk c) a uint64: nibbles masked out whole; Q5_K's fifth bit of
     // each byte's element is bit 2c (low nibble) or 2c + 1 (high) of the same qh byte, moved to bit 4.
     int8_t v[256];
@@ -116,6 +160,7 @@ void ExpandQK(const uint8_t* row, size_t nb, RowOut o) {
       }
     }
     std::memcpy(o.q + 256 * s, v, 256);
+#endif
   }
 }
 
