@@ -69,7 +69,8 @@ void CallGenerator::StartTurn(std::span<const int32_t> prompt, const Constrained
   if (heads_.size() < max_slots) heads_.resize(max_slots);
   if (drafting_)
     NameTool(opt.draft_anchored < opt.draft_sources.size() ? std::string_view(opt.draft_sources[opt.draft_anchored])
-                                                           : std::string_view());
+                                                           : std::string_view(),
+             opt.draft_guessers);
 }
 
 Status CallGenerator::AppendToken(const ConstrainedOptions& opt, int32_t id, std::vector<int32_t>* out) {

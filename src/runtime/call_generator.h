@@ -52,7 +52,10 @@ enum DraftGuesser : uint32_t {
   kGuessTextEnd = 128,     // the utterance's text copied into a string ends before words naming an enum value
   kGuessSlots = 256,       // at a key, the keys whose values the utterance says (an enum value, the one number)
   kGuessLists = 512,       // in an array of enum strings the utterance names none of, the values in schema order
-  kGuessAll = 1023,
+  kGuessDigitForm = 1024,  // in a string, an earlier call's value (a date-time) with the utterance's numbers in its digits
+  kGuessStringStart = 2048,  // a guess reaching a string's start looks up again there (said values, digit forms)
+  kGuessShortParts = 4096,  // a name's part of two letters ("on") counts half toward the tool the utterance names
+  kGuessAll = 8191,
 };
 
 struct ConstrainedOptions {
@@ -244,8 +247,9 @@ class CallGenerator {
   // call's string the utterance does not hold.
   bool StopsAfterHead(const DraftCandidate& c, std::string_view rest, std::string_view utterance, uint32_t guessers,
                       GuessRun* run) const;
-  // The tool whose name the utterance (`text`) mentions best, "" when none stands out.
-  void NameTool(std::string_view text);
+  // The tool whose name the utterance (`text`) mentions best, "" when none stands out (`guessers`:
+  // kGuessShortParts weighs short parts less).
+  void NameTool(std::string_view text, uint32_t guessers);
   // *ids and *text := the grammar's allowed tokens in state `m`, through the structural-state cache.
   void GrammarAllowed(const CallMatcher& m, std::vector<int32_t>* ids, const ConstraintVocab::TextSet** text);
   const ConstraintVocab& vocab_;
@@ -278,6 +282,12 @@ class CallGenerator {
   std::vector<std::string> slot_guesses_;   // at a key: the said keys and values from each key on (SlotGuesses)
   // Fills slot_guesses_ for the function being called in `hyp` (empty when none is).
   void SlotGuesses(std::string_view hyp, std::string_view utterance);
+  std::string form_guess_;                  // in a string: an earlier value in the utterance's numbers (FormGuess)
+  // Fills form_guess_ where hyp_ is inside a string value (or at its start) and an earlier output
+  // (`earlier`) has a value of the same key in a digit form ("2026-06-27T17:45:00"): that value with
+  // the utterance's numbers in its digit runs (FillDigits), from what is written on, closed with
+  // <escape>; empty when none fills.
+  void FormGuess(std::span<const std::string> earlier, std::string_view utterance);
   std::string list_guess_;                  // in an array of enum values: the items to come (ListGuess)
   // Fills list_guess_ where `hyp` is inside an array of enum strings (after '[', an item or its ','):
   // the values after the last item in the schema's order, or from the first; empty elsewhere, or

@@ -134,6 +134,14 @@ void CallGenerator::RankCandidates(const ConstrainedOptions& opt, const CallMatc
     for (size_t i = slot_guesses_.size(); i-- > 0;)
       candidates_.insert(candidates_.begin(), DraftCandidate{slot_guesses_[i], 16, DraftSource::kSlot});
   }
+  // In a string (at its start or inside it), an earlier call's value of the same key with digits
+  // ("datetime:<escape>2026-06-27T17:45:00") in the utterance's numbers ("on 2026-10-26 at 12:45":
+  // "2026-10-26T12:45:00"), first: a date-time's digits are one token each and no lookup finds them
+  // in order, while the form is the catalog's and the numbers are what the user said.
+  if ((g & kGuessDigitForm) && text) {
+    FormGuess(opt.draft_sources.first(std::min(opt.draft_anchored, opt.draft_sources.size())), utterance);
+    if (!form_guess_.empty()) candidates_.insert(candidates_.begin(), DraftCandidate{form_guess_, 16, DraftSource::kForm});
+  }
   // In an array of enum values the utterance names none of ("on weekdays"), the values in the
   // schema's order from the one after the last item: after an earlier output that begins with
   // everything written (a repeated command), before the rest.
@@ -195,7 +203,13 @@ CallGenerator::GuessRun CallGenerator::RunCandidate(const DraftCandidate& c, std
       run.limited = true;
       break;
     }
-    const std::vector<int32_t> toks = vocab_.tokenizer().Encode(cont.substr(cursor, kEncodeBytes), eo);
+    // A chunk cut inside a word ("conta" of "contacts") or a control token ("<end_of" of
+    // "<end_of_turn>") encodes into other tokens than the whole text has there: it ends before its
+    // last space or '<' instead, where the next chunk starts with the text's own token.
+    std::string_view chunk = cont.substr(cursor, kEncodeBytes);
+    if (const size_t cut = chunk.find_last_of(" <"); cursor + chunk.size() < cont.size() && cut != std::string_view::npos && cut > 0)
+      chunk = chunk.substr(0, cut);
+    const std::vector<int32_t> toks = vocab_.tokenizer().Encode(chunk, eo);
     if (toks.empty()) break;
     for (int32_t tok : toks) {
       if (at->used >= room || run.tokens >= worth) {
@@ -369,7 +383,11 @@ size_t CallGenerator::BuildGuess(const ConstrainedOptions& opt, size_t room) {
       // Look up again where the source ran out or left the grammar, in structure (a guess in free
       // text needs whole-vocabulary heads: it goes on only with its own evidence).
       uint32_t key = 0, left = 0;
-      chain = run.at_value || (!run.limited && !run.done && !run.state.TextState(&key, &left));
+      const bool text = run.state.TextState(&key, &left);
+      chain = run.at_value || (!run.limited && !run.done && !text);
+      // A string's start ("datetime:<escape>", after a key's forced run) is also looked up again:
+      // there only strong evidence guesses (an earlier value the utterance says, a digit form).
+      if ((g & kGuessStringStart) && !run.limited && !run.done && text && hyp_.ends_with("<escape>")) chain = true;
       break;
     }
     if (!extended || !chain) break;

@@ -1,7 +1,9 @@
 // CallGenerator's reading of the utterance and the catalog for its guesses: the tool it names, where
-// a call's arguments open the keys whose values it says, and in an array of enum values the values
-// to come (call_generator_guess.cpp uses all three).
+// a call's arguments open the keys whose values it says, in an array of enum values the values
+// to come, and in a string an earlier value's form with the utterance's numbers
+// (call_generator_guess.cpp uses all four).
 #include <algorithm>
+#include <cctype>
 
 #include "runtime/call_generator.h"
 #include "runtime/utterance_match.h"
@@ -30,7 +32,7 @@ const std::vector<std::string>* ListedItems(const CallGrammar& grammar, std::str
 }
 }  // namespace
 
-void CallGenerator::NameTool(std::string_view text) {
+void CallGenerator::NameTool(std::string_view text, uint32_t guessers) {
   named_tool_.clear();
   const std::vector<std::string>& names = grammar_.function_names();
   if (names.size() < 2 || text.empty()) return;
@@ -46,7 +48,10 @@ void CallGenerator::NameTool(std::string_view text) {
       if (std::none_of(words.begin(), words.end(), [&](const std::string& w) { return Names(w, part); })) continue;
       size_t df = 0;
       for (const auto& other : parts) df += std::find(other.begin(), other.end(), part) != other.end() ? 1 : 0;
-      score += 1.0 / static_cast<double>(std::max<size_t>(df, 1));
+      // A part of two letters ("on" of turn_on_flashlight) is an everyday word of utterances ("in my
+      // calendar on 2026-10-26"): it tells two names apart ("torch on") but counts half.
+      const double weight = (guessers & kGuessShortParts) && part.size() <= 2 ? 0.5 : 1.0;
+      score += weight / static_cast<double>(std::max<size_t>(df, 1));
     }
     if (score > best) {
       second = best;
@@ -116,6 +121,45 @@ void CallGenerator::SlotGuesses(std::string_view hyp, std::string_view utterance
       if (open_end[k]) break;
     }
     slot_guesses_.push_back(k < pairs.size() ? guess : guess + "}");
+  }
+}
+
+namespace {
+// A form FormGuess fills: digits with separators, a letter at most alone between them (the "T" of
+// a date-time); not words ("12 Harbour Road": its number is no more than a part of the text).
+bool DigitForm(std::string_view value) {
+  for (size_t i = 0; i + 1 < value.size(); ++i)
+    if (std::isalpha(static_cast<unsigned char>(value[i])) && std::isalpha(static_cast<unsigned char>(value[i + 1])))
+      return false;
+  return true;
+}
+}  // namespace
+
+void CallGenerator::FormGuess(std::span<const std::string> earlier, std::string_view utterance) {
+  form_guess_.clear();
+  // The string being written: "key:<escape>" then what is written of it so far.
+  const size_t open = hyp_.rfind(kEscape);
+  if (open == std::string::npos || open == 0 || hyp_[open - 1] != ':') return;
+  const size_t key_start = hyp_.find_last_of("{,", open);
+  if (key_start == std::string::npos) return;
+  const std::string_view so_far = std::string_view(hyp_).substr(open + kEscape.size());
+  // "{key:<escape>" or ",key:<escape>" in an earlier output, most recent first: the same key's value.
+  const std::string_view pattern = std::string_view(hyp_).substr(key_start + 1, open + kEscape.size() - key_start - 1);
+  for (const std::string& output : earlier) {
+    for (size_t at = output.find(pattern); at != std::string::npos; at = output.find(pattern, at + 1)) {
+      if (at == 0 || (output[at - 1] != '{' && output[at - 1] != ',')) continue;
+      const size_t from = at + pattern.size(), to = output.find(kEscape, from);
+      if (to == std::string::npos) break;
+      const std::string_view value = std::string_view(output).substr(from, to - from);
+      if (!DigitForm(value) || !FillDigits(value, utterance, &form_guess_) || form_guess_ == value ||
+          !std::string_view(form_guess_).starts_with(so_far)) {
+        form_guess_.clear();  // no digit form, the same value, or digits written that the utterance's differ from
+        break;
+      }
+      form_guess_.erase(0, so_far.size());
+      form_guess_ += kEscape;
+      return;
+    }
   }
 }
 

@@ -20,6 +20,7 @@ const char* DraftSourceName(DraftSource s) {
     case DraftSource::kSlot: return "slot";
     case DraftSource::kList: return "list";
     case DraftSource::kClose: return "close";
+    case DraftSource::kForm: return "form";
   }
   return "?";
 }

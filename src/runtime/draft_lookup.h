@@ -25,8 +25,9 @@ enum class DraftSource : uint8_t {
   kSlot,          // keys whose values the utterance says: an enum value, the one number (CallGenerator)
   kList,          // an array's next enum values in the schema's order ("mon" then "tue") (CallGenerator)
   kClose,         // the call's closing '}' after a value the utterance said (CallGenerator)
+  kForm,          // an earlier call's string value with the utterance's numbers in its digits (CallGenerator)
 };
-inline constexpr size_t kDraftSourceCount = static_cast<size_t>(DraftSource::kClose) + 1;  // the last one
+inline constexpr size_t kDraftSourceCount = static_cast<size_t>(DraftSource::kForm) + 1;  // the last one
 const char* DraftSourceName(DraftSource s);
 
 // Candidate continuations (each at most max_bytes), best first, at most max_candidates, no two

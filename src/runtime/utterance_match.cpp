@@ -85,6 +85,36 @@ size_t TextEnd(std::string_view cont, const std::vector<std::string>& enum_value
   return std::string_view::npos;
 }
 
+bool FillDigits(std::string_view form, std::string_view text, std::string* out) {
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  out->clear();
+  size_t t = 0, filled = 0;
+  for (size_t f = 0; f < form.size();) {
+    if (!digit(form[f])) {
+      out->push_back(form[f++]);
+      continue;
+    }
+    size_t f_end = f;
+    while (f_end < form.size() && digit(form[f_end])) ++f_end;
+    while (t < text.size() && !digit(text[t])) ++t;
+    size_t t_end = t;
+    while (t_end < text.size() && digit(text[t_end])) ++t_end;
+    const std::string_view place = form.substr(f, f_end - f), run = text.substr(t, t_end - t);
+    if (run.empty()) {
+      if (place.find_first_not_of('0') != std::string_view::npos) return false;
+      out->append(place);
+    } else {
+      if (run.size() > place.size()) return false;
+      out->append(place.size() - run.size(), '0');
+      out->append(run);
+      ++filled;
+    }
+    t = t_end;
+    f = f_end;
+  }
+  return filled > 0;
+}
+
 std::vector<std::string_view> Numbers(std::string_view text) {
   std::vector<std::string_view> out;
   for (size_t i = 0; i < text.size();) {

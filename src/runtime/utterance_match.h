@@ -36,4 +36,12 @@ bool Names(const std::string& word, const std::string& part);
 // follows. `cont` may start inside a word: only later words count.
 size_t TextEnd(std::string_view cont, const std::vector<std::string>& enum_values);
 
+// `form` (an earlier call's string value: "2026-06-27T17:45:00") with its digit runs replaced, in
+// order, by the digit runs of `text` (the utterance: "on 2026-10-26 at 12:45"), each padded with
+// leading zeros to the length of the run it replaces ("6:30" gives "06"), into *out. The form's
+// runs after the text's last are kept only when all zeros (the seconds a time leaves unsaid). False
+// when there is nothing to fill (no run in either), a run of `text` is longer than its place, or
+// a run left unfilled is not zeros. *out is reused (no allocation once it has grown).
+bool FillDigits(std::string_view form, std::string_view text, std::string* out);
+
 }  // namespace fgemma

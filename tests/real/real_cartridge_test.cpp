@@ -74,12 +74,12 @@ TEST(RealCartridge, PhoneActionsKeepsItsEvalFigures) {
   ExpectFloors(unconstrained, Floors{0.89, 0.94, 0.93, 0.89}, "unconstrained");
   // The fine-tune, not the grammar, does the work: decoding freely loses at most 5 points.
   EXPECT_LE(Rate(constrained, "call_exact_match") - Rate(unconstrained, "call_exact_match"), 0.05);
-  // Drafts (constrained only) cut the passes a row from 22.93 to 4.52: counts, not times, so the
-  // ceiling is tight (a guesser regression of 8 passes in 89 rows fails it).
+  // Drafts (constrained only) cut the passes a row from 22.93 to 3.83 (341 passes): counts, not
+  // times, so the ceiling is tight (a guesser regression of 8 passes in 89 rows fails it).
   const double passes = constrained["decoding"]["passes_per_row"].get<double>();
   std::printf("[ cartridge ] passes a row: constrained %.2f, unconstrained %.2f\n", passes,
               unconstrained["decoding"]["passes_per_row"].get<double>());
-  EXPECT_LE(passes, 4.61) << constrained.dump();
+  EXPECT_LE(passes, 3.92) << constrained.dump();
   std::filesystem::remove_all(cache);  // ~20 MB a catalog
 }
 

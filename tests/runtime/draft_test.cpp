@@ -377,7 +377,8 @@ TEST(Drafts, CallsCloseAfterTheirLastValue) {
   };
   for (const Case& c : cases) {
     ScriptedCall call(tools, c.utterance, c.output, c.history);
-    const RuleRuns r = RunWithAndWithout(call, kGuessClose, c.output, c.utterance);
+    // (The digit-form rule guesses "06:30" from the earlier "07:15" with its <escape>: off here.)
+    const RuleRuns r = RunWithAndWithout(call, kGuessClose, c.output, c.utterance, kGuessAll & ~kGuessDigitForm);
     EXPECT_EQ(call.accepted[static_cast<size_t>(DraftSource::kClose)], 1u) << c.utterance;
     EXPECT_LT(r.with.model_calls, r.without.model_calls) << c.utterance;
     std::printf("%s: %zu passes without drafts, %zu without the close rule, %zu with it\n", c.utterance.c_str(),
@@ -411,7 +412,8 @@ TEST(Drafts, EarlierValuesAreGuessedOnlyWhereTheUtteranceSaysThem) {
   };
   for (const Case& c : cases) {
     ScriptedCall call(tools, c.utterance, c.output, c.history);
-    const RuleRuns r = RunWithAndWithout(call, kGuessSaidValue, c.output, c.utterance);
+    // (The digit-form rule guesses the earlier time in the utterance's numbers instead: off here.)
+    const RuleRuns r = RunWithAndWithout(call, kGuessSaidValue, c.output, c.utterance, kGuessAll & ~kGuessDigitForm);
     EXPECT_LT(RuleRuns::Refused(r.with), RuleRuns::Refused(r.without)) << c.utterance;
     EXPECT_LE(r.with.model_calls, r.without.model_calls) << c.utterance;
     std::printf("%s: refused guesses %zu -> %zu, passes %zu -> %zu (%zu without drafts)\n", c.utterance.c_str(),
@@ -561,6 +563,90 @@ TEST(Drafts, EarlierCallsValuesGiveWayToTheUtterances) {
                 c.name, r.plain.model_calls, r.without.model_calls, r.with.model_calls, RuleRuns::Refused(r.without),
                 RuleRuns::Refused(r.with));
   }
+}
+
+// The digit-form rule: in a string value, an earlier call's value of the same key in a digit form
+// (a date-time: one token a digit, which no lookup finds in order) is guessed with the utterance's
+// numbers in its digit runs, through its closing <escape>. The string-start rule: a guess that
+// reaches a string's start (the slot "time:" and its forced "<escape>") looks up again there, so
+// the form is guessed in the same pass. Each turned off alone costs passes; tokens equal decoding
+// without drafts either way.
+TEST(Drafts, DateTimesTakeAnEarlierValuesFormWithTheUtterancesNumbers) {
+  const OrderedJson tools = OrderedJson::parse(R"([
+    {"type":"function","function":{"name":"create_calendar_event","description":"d","parameters":{"type":"object",
+      "properties":{"title":{"type":"string"},"datetime":{"type":"string"}},"required":["title","datetime"]}}},
+    {"type":"function","function":{"name":"alarm","description":"d","parameters":{"type":"object",
+      "properties":{"label":{"type":"string"},"time":{"type":"string"}},"required":["time"]}}}])");
+  struct Case {
+    uint32_t rule;
+    const char* name;
+    std::string utterance, output, history;
+    size_t formed;  // guessed tokens of the form confirmed, at least
+  };
+  const Case cases[] = {
+      {kGuessDigitForm, "digit form", "Put Dentist in my calendar on 2026-01-21 at 08:45",
+       "<start_function_call>call:create_calendar_event{datetime:<escape>2026-01-21T08:45:00<escape>,title:<escape>"
+       "Dentist<escape>}<end_function_call><start_function_response>",
+       "<start_function_call>call:create_calendar_event{datetime:<escape>2026-06-27T17:45:00<escape>,title:<escape>"
+       "Flight to Lisbon<escape>}<end_function_call><start_function_response>",
+       19},  // the whole value
+      {kGuessStringStart, "string start", "wake me at 6:30",
+       "<start_function_call>call:alarm{time:<escape>06:30<escape>}<end_function_call><start_function_response>",
+       "<start_function_call>call:alarm{time:<escape>07:15<escape>}<end_function_call><start_function_response>", 5},
+  };
+  for (const Case& c : cases) {
+    ScriptedCall call(tools, c.utterance, c.output, c.history);
+    const RuleRuns r = RunWithAndWithout(call, c.rule, c.output, c.name);
+    EXPECT_GE(call.accepted[static_cast<size_t>(DraftSource::kForm)], c.formed) << c.name;
+    EXPECT_LT(r.with.model_calls, r.without.model_calls) << c.name;
+    std::printf("%s rule: %zu passes without drafts, %zu without the rule, %zu with it (refused guesses %zu -> %zu)\n",
+                c.name, r.plain.model_calls, r.without.model_calls, r.with.model_calls, RuleRuns::Refused(r.without),
+                RuleRuns::Refused(r.with));
+  }
+}
+
+// The short-parts rule: "on" in "in my calendar on 2026-01-21" names turn_on_flashlight as much as
+// "calendar" names create_calendar_event unless a name's part of two letters counts half; then the
+// calendar is the named tool and guessed before the earlier call's flashlight. Tokens equal
+// decoding without drafts either way.
+TEST(Drafts, TwoLetterNamePartsCountHalf) {
+  const OrderedJson tools = OrderedJson::parse(R"([
+    {"type":"function","function":{"name":"turn_on_flashlight","description":"d","parameters":{"type":"object","properties":{}}}},
+    {"type":"function","function":{"name":"turn_off_flashlight","description":"d","parameters":{"type":"object","properties":{}}}},
+    {"type":"function","function":{"name":"create_calendar_event","description":"d","parameters":{"type":"object",
+      "properties":{"title":{"type":"string"},"datetime":{"type":"string"}},"required":["title","datetime"]}}}])");
+  const std::string output =
+      "<start_function_call>call:create_calendar_event{datetime:<escape>2026-01-21T08:45:00<escape>,title:<escape>"
+      "Dentist<escape>}<end_function_call><start_function_response>";
+  ScriptedCall call(tools, "Put Dentist in my calendar on 2026-01-21 at 08:45", output,
+                    "<start_function_call>call:turn_off_flashlight{}<end_function_call><start_function_response>");
+  const RuleRuns r = RunWithAndWithout(call, kGuessShortParts, output, "short parts");
+  EXPECT_GT(call.accepted[static_cast<size_t>(DraftSource::kName)], 0u);
+  EXPECT_LT(r.with.model_calls, r.without.model_calls);
+  std::printf("short parts rule: %zu passes without drafts, %zu without the rule, %zu with it (refused guesses %zu -> %zu)\n",
+              r.plain.model_calls, r.without.model_calls, r.with.model_calls, RuleRuns::Refused(r.without),
+              RuleRuns::Refused(r.with));
+}
+
+// An earlier output is encoded a chunk at a time; a chunk that ends inside a word ("contact" of
+// "contacts") leaves that word to the next chunk, so the guess has the tokens the whole text has
+// there: a repeated answer is guessed to its end, not refused at the cut.
+TEST(Drafts, RepeatedAnswersAreGuessedAcrossEncodingChunks) {
+  const OrderedJson tools = OrderedJson::parse(R"([
+    {"type":"function","function":{"name":"show_map","description":"d","parameters":{"type":"object",
+      "properties":{"query":{"type":"string"}},"required":["query"]}}}])");
+  // The guess starts after "Sorry": its first 48 bytes end in "conta" of "contacts".
+  const std::string answer =
+      "Sorry, I can help with your phone's flashlight, contacts, email, maps, Wi-Fi, calendar, alarms and volume."
+      "<end_of_turn>";
+  ScriptedCall call(tools, "what can you do?", answer, answer);
+  ConstrainedStats st;
+  const std::vector<int32_t> out = call.Run(true, &st);
+  EXPECT_EQ(call.Text(out), answer);
+  // Every guess confirmed: the first pass evaluates the prompt, the rest guess the answer whole.
+  EXPECT_EQ(st.accepted_tokens, st.drafted_tokens);
+  std::printf("answer of %zu tokens: %zu passes, %zu of %zu guesses confirmed\n", out.size(), st.model_calls,
+              st.accepted_tokens, st.drafted_tokens);
 }
 
 }  // namespace

@@ -40,6 +40,20 @@ TEST(UtteranceMatch, CopiedTextEndsBeforeShortWordsInFrontOfAnEnumValue) {
   EXPECT_EQ(TextEnd("kitchen", enums), std::string_view::npos);  // a word cont starts inside does not count
 }
 
+TEST(UtteranceMatch, DigitFormsTakeTheUtterancesNumbers) {
+  std::string out;
+  EXPECT_TRUE(FillDigits("2026-06-27T17:45:00", "Put Dentist in my calendar on 2026-01-21 at 08:45", &out));
+  EXPECT_EQ(out, "2026-01-21T08:45:00");  // the unsaid seconds keep the form's zeros
+  EXPECT_TRUE(FillDigits("07:15", "wake me at 6:30", &out));
+  EXPECT_EQ(out, "06:30");  // padded to the form's run
+  EXPECT_TRUE(FillDigits("+1 555 607 8364", "phone +1 555 805 5518", &out));
+  EXPECT_EQ(out, "+1 555 805 5518");
+  EXPECT_FALSE(FillDigits("2026-06-27T17:45:00", "on 2026-01-21", &out));  // the hour left unfilled is not zeros
+  EXPECT_FALSE(FillDigits("06:30", "at 1200", &out));                    // a number longer than its place
+  EXPECT_FALSE(FillDigits("06:30", "no numbers said", &out));
+  EXPECT_FALSE(FillDigits("gym", "at 6:30", &out));                      // no digits to fill
+}
+
 TEST(UtteranceMatch, WordsAndNameParts) {
   EXPECT_EQ(Words("Turn ON the lights!"), (std::vector<std::string>{"turn", "on", "the", "lights"}));
   EXPECT_TRUE(Names("lights", "light"));
