@@ -285,7 +285,8 @@ const CommandRegistration kBench(40, [](CLI::App& app) -> std::function<int()> {
   cmd->add_option("--draft-lookups", a->calls.draft_lookups, "with --calls: draft lookups per pass (default: the library's)");
   cmd->add_option("--draft-guessers", a->calls.draft_guessers,
                   "with --calls: mask of the draft guesser's rules (1 chain, 2 words first, 4 named tool, 8 value "
-                  "break, 16 string check, 32 close, 64 said value, 128 text end, 256 slots, 512 lists; default all)");
+                  "break, 16 string check, 32 close, 64 said value, 128 text end, 256 slots, 512 lists, 1024 digit form, 2048 "
+                  "string start, 4096 short name parts; default all)");
   cmd->add_flag("--no-prompt-reuse", a->calls.no_prompt_reuse,
                 "with --calls: every call restores the whole catalog state and evaluates its whole turn (for comparison)");
   cmd->add_flag("--own-calls", a->calls.own_calls,
