@@ -84,7 +84,21 @@ inline void CheckSparseGolden(const std::shared_ptr<const Model>& model, const J
                       [&](size_t a, size_t b) { return logits[i][a] > logits[i][b]; });
     for (size_t k = 0; k < 9; ++k) {
       const double gap = top[k][1].get<double>() - top[k + 1][1].get<double>();
-      if (gap > 2 * tol) EXPECT_EQ(static_cast<int64_t>(order[k]), top[k][0].get<int64_t>()) << "rank " << k;
+      if (gap <= 2 * tol) continue;
+      if (!Bf16ActivationKernels(*model)) {
+        EXPECT_EQ(static_cast<int64_t>(order[k]), top[k][0].get<int64_t>()) << "rank " << k;
+        continue;
+      }
+      // With the wider tolerance the ranks above k may swap among themselves (their own gaps are
+      // within 2 tol); what the gap after rank k fixes is the set of the first k + 1.
+      std::vector<int64_t> ours, theirs;
+      for (size_t j = 0; j <= k; ++j) {
+        ours.push_back(static_cast<int64_t>(order[j]));
+        theirs.push_back(top[j][0].get<int64_t>());
+      }
+      std::sort(ours.begin(), ours.end());
+      std::sort(theirs.begin(), theirs.end());
+      EXPECT_EQ(ours, theirs) << "the first " << k + 1;
     }
     const auto& probes = golden["probe_ids"];
     for (size_t j = 0; j < probes.size(); ++j) {
