@@ -153,30 +153,45 @@ void PairTileAndStore(const ArmBf16Job& job, size_t p, const uint8_t* pairs, siz
 }
 
 constexpr size_t kDecodePanels = 8;  // 32 rows per pass: the token's block is loaded once for them
+constexpr size_t kPairScratchBytes = 64 * 1024;
 
 }  // namespace
 
-void ArmBf16MatMul(const ArmBf16Job& job, uint8_t* pair_scratch) {
+void ArmBf16MatMul(const ArmBf16Job& job) {
   const size_t panels = (job.skip + job.rows + 3) / 4;
+  // Token pairs are zipped into a scratch on the stack (no allocation, on any thread), as many pairs
+  // at a time as it holds (2048 columns: 8 pairs; 640: 25); rows longer than it holds a pair of
+  // (over 16,384 columns) take bfdot for every token: the same bits either way.
+  alignas(16) uint8_t scratch[kPairScratchBytes];
   const size_t npairs = job.tokens / 2;
-  if (npairs > 0) {
-    InterleavePairs(job, pair_scratch);
-    for (size_t p = 0; p < panels; ++p) {
-      for (size_t j0 = 0; j0 < npairs; j0 += kPairTile) {
-        switch (npairs - j0 < kPairTile ? npairs - j0 : kPairTile) {
-          case 1: PairTileAndStore<1>(job, p, pair_scratch, j0); break;
-          case 2: PairTileAndStore<2>(job, p, pair_scratch, j0); break;
-          case 3: PairTileAndStore<3>(job, p, pair_scratch, j0); break;
-          case 4: PairTileAndStore<4>(job, p, pair_scratch, j0); break;
-          case 5: PairTileAndStore<5>(job, p, pair_scratch, j0); break;
-          case 6: PairTileAndStore<6>(job, p, pair_scratch, j0); break;
-          case 7: PairTileAndStore<7>(job, p, pair_scratch, j0); break;
-          default: PairTileAndStore<8>(job, p, pair_scratch, j0); break;
+  const size_t per_chunk = kPairScratchBytes / (job.pairs * 8);
+  size_t paired = 0;  // tokens done by bfmmla
+  if (per_chunk > 0) {
+    for (size_t c0 = 0; c0 < npairs; c0 += per_chunk) {
+      ArmBf16Job chunk = job;
+      const size_t m = npairs - c0 < per_chunk ? npairs - c0 : per_chunk;
+      chunk.packed = job.packed + 2 * c0 * job.packed_stride;
+      chunk.tokens = 2 * m;
+      chunk.y = job.y + 2 * c0 * job.y_stride;
+      InterleavePairs(chunk, scratch);
+      for (size_t p = 0; p < panels; ++p) {
+        for (size_t j0 = 0; j0 < m; j0 += kPairTile) {
+          switch (m - j0 < kPairTile ? m - j0 : kPairTile) {
+            case 1: PairTileAndStore<1>(chunk, p, scratch, j0); break;
+            case 2: PairTileAndStore<2>(chunk, p, scratch, j0); break;
+            case 3: PairTileAndStore<3>(chunk, p, scratch, j0); break;
+            case 4: PairTileAndStore<4>(chunk, p, scratch, j0); break;
+            case 5: PairTileAndStore<5>(chunk, p, scratch, j0); break;
+            case 6: PairTileAndStore<6>(chunk, p, scratch, j0); break;
+            case 7: PairTileAndStore<7>(chunk, p, scratch, j0); break;
+            default: PairTileAndStore<8>(chunk, p, scratch, j0); break;
+          }
         }
       }
     }
+    paired = 2 * npairs;
   }
-  for (size_t t = 2 * npairs; t < job.tokens; ++t) {  // a single or odd last token: bfdot
+  for (size_t t = paired; t < job.tokens; ++t) {  // a single, odd last or unpaired token: bfdot
     size_t p = 0;
     for (; p + kDecodePanels <= panels; p += kDecodePanels) OneTokenAndStore<kDecodePanels>(job, p, t);
     if (p + kDecodePanels / 2 <= panels) {

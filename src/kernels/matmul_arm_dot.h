@@ -68,7 +68,7 @@ void ArmKQuantI8mmMatMul(const ArmKQuantJob& job);
 
 // bf16 weights in 4-row panels on bf16 activations (aarch64 FEAT_BF16, kernels/matmul_arm_bf16.cpp,
 // layout and numerics in matmul_internal.h): bfdot for single tokens, bfmmla for token pairs (token
-// pairs are first interleaved into `pairs`, ArmBf16PairBytes bytes, 16-byte aligned). Output row i of
+// pairs are first interleaved into a 64 KiB scratch on the stack, as many at a time as it holds). Output row i of
 // panel 0 (i = 0 .. 4 * panels - 1) is y[i - skip] when skip <= i < skip + rows. Defined only in
 // aarch64 builds (FGEMMA_ARM_BF16).
 struct ArmBf16Job {
@@ -83,8 +83,7 @@ struct ArmBf16Job {
   size_t skip = 0;     // rows of the first panel before row_begin (0-3)
   size_t rows = 0;     // outputs per token
 };
-inline size_t ArmBf16PairBytes(size_t pairs, size_t tokens) { return tokens / 2 * pairs * 8; }
-void ArmBf16MatMul(const ArmBf16Job& job, uint8_t* pair_scratch);
+void ArmBf16MatMul(const ArmBf16Job& job);
 // PackBf16's records by BFCVTN (the same bytes).
 void ArmBf16Pack(size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out);
 

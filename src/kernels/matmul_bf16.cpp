@@ -198,10 +198,7 @@ void MatMulArmBf16(const KernelMatrix& w, const Activations& a, float* y, size_t
   job.y_stride = y_stride;
   job.skip = row_begin % kBf16PanelRows;
   job.rows = row_end - row_begin;
-  thread_local std::vector<uint8_t> pairs;
-  pairs.resize(ArmBf16PairBytes(job.pairs, job.tokens) + 16);
-  uint8_t* aligned = pairs.data() + (16 - reinterpret_cast<uintptr_t>(pairs.data()) % 16) % 16;
-  ArmBf16MatMul(job, aligned);
+  ArmBf16MatMul(job);
 }
 #else
 void MatMulArmBf16(const KernelMatrix&, const Activations&, float*, size_t, size_t, size_t) {}

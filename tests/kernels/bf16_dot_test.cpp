@@ -14,6 +14,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernel_test_support.h"
@@ -266,6 +267,13 @@ TEST_P(Bf16DotTest, EqualsReferenceAcrossShapes) {
       ExpectExact(m.view, tokens, 0, rows, i % 3, i % 2 ? 0 : 5, i % 4, i % 5 != 0, rng);
       if (HasFatalFailure()) return;
     }
+  }
+  // Token pairs zipped a scratch-full at a time (2048 columns: 8 pairs, so 18 pairs take three
+  // rounds), and rows too long for a pair in the scratch (bfdot for every token).
+  for (auto [rows, cols, tokens] : {std::tuple<size_t, size_t, size_t>{4, 2048, 37}, {5, 2048, 18}, {3, 16400, 3}}) {
+    Bf16Matrix m = MakeBf16(rows, cols, 0, rng);
+    ExpectExact(m.view, tokens, 0, rows, 1, 0, 0, true, rng);
+    if (HasFatalFailure()) return;
   }
 }
 
