@@ -76,8 +76,10 @@ for arch in "${archs[@]}"; do
   queue() { job_names+=("$1"); job_cmds+=("$(printf '%q ' "${@:2}")"); }
   # The kernels chosen at run time from the CPU's hwcaps (kernels/cpu_features.h), each against its
   # scalar reference, and the model goldens, under CPU models that lack and have the dot product.
-  # qemu-aarch64's default CPU (max, the main run below) reports dotprod and i8mm (NEON_I8MM: smmla
-  # for token pairs; forced to NEON_DOTPROD the A55 class), cortex-a53 neither; qemu-arm's default
+  # qemu-aarch64's default CPU (max, the main run below) reports dotprod, i8mm and bf16 (NEON_BF16:
+  # smmla for token pairs, bfdot / bfmmla for bf16 weights on bf16 activations; the kernel tests run
+  # every target below it too; forced to NEON_DOTPROD the A55 class, whose bf16 goldens take the float
+  # path with the exact tolerances), cortex-a53 none of them; qemu-arm's default
   # and -cpu max run vsdot without reporting it (so the main run is NEON, and FGEMMA_ARM_TARGET
   # forces the dot product), cortex-a15 traps it. The quantized GGUF goldens (the dot-product
   # matrices, about 40 s) run where that path is new to the binary.

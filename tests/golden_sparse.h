@@ -7,13 +7,32 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/matmul_internal.h"
 #include "runtime/session.h"
 #include "test_support.h"
 
 namespace fgemma::test {
 
+// The kernels round activations to bf16 for `model`'s matrices: NEON_BF16 (bfdot / bfmmla) on bf16
+// weights (kernels/matmul_internal.h), as llama.cpp does for bf16 weights. Goldens computed in
+// float32 then hold within that rounding (2^-9 of each activation, compounded over the layers), not
+// within float32 summation order; the float path still meets them as before under
+// FGEMMA_ARM_TARGET=NEON_DOTPROD and on cortex-a53 (scripts/cross-test.sh), and the kernels equal
+// their scalar definition bit for bit (tests/kernels/bf16_dot_test.cpp).
+inline bool Bf16ActivationKernels(const Model& model) {
+  return model.embedding().dtype == DType::kBF16 && kernels_internal::ArmBf16Active();
+}
+// Measured on the mini goldens under qemu-aarch64 -cpu max (NEON_BF16): logits within 0.068 of the
+// reference, the layers' first 16 values within 3.5 % of max(1, the layer's largest); about 2x that.
+inline constexpr double kBf16ActivationLogitTol = 0.15, kBf16ActivationLayerTol = 8e-2;
+
 inline void CheckSparseGolden(const std::shared_ptr<const Model>& model, const Json& golden, double tol, int threads,
                               std::shared_ptr<const LoraAdapter> lora = nullptr) {
+  double layer_tol = 1e-4;
+  if (Bf16ActivationKernels(*model)) {
+    tol = std::max(tol, kBf16ActivationLogitTol);
+    layer_tol = kBf16ActivationLayerTol;
+  }
   std::vector<int32_t> tokens;
   for (auto& t : golden["tokens"]) tokens.push_back(t.get<int32_t>());
   const size_t vocab = static_cast<size_t>(model->config().vocab_size);
@@ -65,7 +84,21 @@ inline void CheckSparseGolden(const std::shared_ptr<const Model>& model, const J
                       [&](size_t a, size_t b) { return logits[i][a] > logits[i][b]; });
     for (size_t k = 0; k < 9; ++k) {
       const double gap = top[k][1].get<double>() - top[k + 1][1].get<double>();
-      if (gap > 2 * tol) EXPECT_EQ(static_cast<int64_t>(order[k]), top[k][0].get<int64_t>()) << "rank " << k;
+      if (gap <= 2 * tol) continue;
+      if (!Bf16ActivationKernels(*model)) {
+        EXPECT_EQ(static_cast<int64_t>(order[k]), top[k][0].get<int64_t>()) << "rank " << k;
+        continue;
+      }
+      // With the wider tolerance the ranks above k may swap among themselves (their own gaps are
+      // within 2 tol); what the gap after rank k fixes is the set of the first k + 1.
+      std::vector<int64_t> ours, theirs;
+      for (size_t j = 0; j <= k; ++j) {
+        ours.push_back(static_cast<int64_t>(order[j]));
+        theirs.push_back(top[j][0].get<int64_t>());
+      }
+      std::sort(ours.begin(), ours.end());
+      std::sort(theirs.begin(), theirs.end());
+      EXPECT_EQ(ours, theirs) << "the first " << k + 1;
     }
     const auto& probes = golden["probe_ids"];
     for (size_t j = 0; j < probes.size(); ++j) {
@@ -77,7 +110,7 @@ inline void CheckSparseGolden(const std::shared_ptr<const Model>& model, const J
       double mag = 0;
       for (auto& v : lo[l]) mag = std::max(mag, std::abs(v.get<double>()));
       for (size_t k = 0; k < 16; ++k)
-        EXPECT_NEAR(head16[i][l][k], lo[l][k].get<double>(), 1e-4 * std::max(1.0, mag)) << "layer " << l << " elem " << k;
+        EXPECT_NEAR(head16[i][l][k], lo[l][k].get<double>(), layer_tol * std::max(1.0, mag)) << "layer " << l << " elem " << k;
     }
   }
 

@@ -26,16 +26,29 @@ HWY_AFTER_NAMESPACE();
 #include <vector>
 
 #include "kernels/cpu_features.h"
+#include "kernels/matmul_arm_dot.h"
 
 namespace fgemma {
 HWY_EXPORT(TargetNameImpl);
 
 size_t PackedActivationBytes(DType weight_type, size_t cols, size_t num_tokens) {
+  // NEON_BF16: bf16 weights take activations rounded to bf16 (kernels/matmul_internal.h).
+  if (weight_type == DType::kBF16 && kernels_internal::ArmBf16Active()) {
+    return kernels_internal::Bf16RecordBytes(cols) * num_tokens;
+  }
   if (!WeightType(weight_type).int8_activations) return 0;
   return kernels_internal::QuantLayoutFor(cols).stride * num_tokens;
 }
 
 void PackActivations(DType weight_type, size_t cols, Activations* a, void* scratch) {
+#if defined(FGEMMA_ARM_BF16)
+  if (weight_type == DType::kBF16 && kernels_internal::ArmBf16Active()) {
+    kernels_internal::ArmBf16Pack(cols, a->data, a->stride, a->num_tokens, static_cast<uint8_t*>(scratch));
+    a->packed = scratch;
+    a->packed_stride = kernels_internal::Bf16RecordBytes(cols);
+    return;
+  }
+#endif
   if (!WeightType(weight_type).int8_activations) {
     a->packed = nullptr;
     a->packed_stride = 0;
@@ -50,6 +63,11 @@ void MatMul(const KernelMatrix& w, const Activations& a, float* y, size_t y_stri
   HWY_DASSERT(row_begin <= row_end && row_end <= w.rows);
   if (row_begin >= row_end || a.num_tokens == 0) return;
   if (!WeightType(w.dtype).int8_activations) {
+    // bf16 panels on NEON_BF16 (without the copy, e.g. FGEMMA_INTERLEAVE=0: the float kernels).
+    if (w.dtype == DType::kBF16 && w.repacked != nullptr && kernels_internal::ArmBf16Active()) {
+      kernels_internal::MatMulArmBf16(w, a, y, y_stride, row_begin, row_end);
+      return;
+    }
     kernels_internal::MatMulFloat(w, a, y, y_stride, row_begin, row_end);
     return;
   }
@@ -87,10 +105,15 @@ ArmTarget RunningArmTarget() {
 
 bool kernels_internal::ArmDotActive() {
   const ArmTarget t = RunningArmTarget();
-  return t == ArmTarget::kNeonDotprod || t == ArmTarget::kNeonI8mm;  // both read the 4-row panels
+  // all read the 4-row panels
+  return t == ArmTarget::kNeonDotprod || t == ArmTarget::kNeonI8mm || t == ArmTarget::kNeonBf16;
 }
 bool kernels_internal::ArmNeonActive() { return RunningArmTarget() != ArmTarget::kNone; }
-bool kernels_internal::ArmI8mmActive() { return RunningArmTarget() == ArmTarget::kNeonI8mm; }
+bool kernels_internal::ArmI8mmActive() {
+  const ArmTarget t = RunningArmTarget();
+  return t == ArmTarget::kNeonI8mm || t == ArmTarget::kNeonBf16;
+}
+bool kernels_internal::ArmBf16Active() { return RunningArmTarget() == ArmTarget::kNeonBf16; }
 
 const char* KernelTargetName() {
   if (kernels_internal::ArmDotActive()) return ArmTargetName(RunningArmTarget());
@@ -107,8 +130,11 @@ const std::vector<int64_t>& AvailableTargets() {
 std::vector<ArmTarget> ArmMatrixTargets() {
   std::vector<ArmTarget> list;
   const ArmTarget detected = DetectedArmTarget();
-  if (detected == ArmTarget::kNeonI8mm) list.push_back(ArmTarget::kNeonI8mm);
-  if (detected == ArmTarget::kNeonI8mm || detected == ArmTarget::kNeonDotprod) list.push_back(ArmTarget::kNeonDotprod);
+  const bool bf16 = detected == ArmTarget::kNeonBf16;
+  if (bf16) list.push_back(ArmTarget::kNeonBf16);
+  if (bf16 || detected == ArmTarget::kNeonI8mm) list.push_back(ArmTarget::kNeonI8mm);
+  if (bf16 || detected == ArmTarget::kNeonI8mm || detected == ArmTarget::kNeonDotprod)
+    list.push_back(ArmTarget::kNeonDotprod);
   return list;
 }
 }  // namespace

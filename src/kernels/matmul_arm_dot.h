@@ -66,4 +66,25 @@ void ArmKQuantNeonMatMul(const ArmKQuantJob& job);
 // FGEMMA_ARM_I8MM; kernels/matmul_arm_kquant_i8mm.cpp): the same bits.
 void ArmKQuantI8mmMatMul(const ArmKQuantJob& job);
 
+// bf16 weights in 4-row panels on bf16 activations (aarch64 FEAT_BF16, kernels/matmul_arm_bf16.cpp,
+// layout and numerics in matmul_internal.h): bfdot for single tokens, bfmmla for token pairs (token
+// pairs are first interleaved into a 64 KiB scratch on the stack, as many at a time as it holds). Output row i of
+// panel 0 (i = 0 .. 4 * panels - 1) is y[i - skip] when skip <= i < skip + rows. Defined only in
+// aarch64 builds (FGEMMA_ARM_BF16).
+struct ArmBf16Job {
+  const uint8_t* panels = nullptr;  // the panel holding the first output row
+  size_t panel_bytes = 0;
+  size_t pairs = 0;                 // padded cols / 2 (a multiple of 8)
+  const uint8_t* packed = nullptr;  // bf16 records (Bf16RecordBytes)
+  size_t packed_stride = 0;
+  size_t tokens = 0;
+  float* y = nullptr;  // output row_begin of token 0
+  size_t y_stride = 0;
+  size_t skip = 0;     // rows of the first panel before row_begin (0-3)
+  size_t rows = 0;     // outputs per token
+};
+void ArmBf16MatMul(const ArmBf16Job& job);
+// PackBf16's records by BFCVTN (the same bytes).
+void ArmBf16Pack(size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out);
+
 }  // namespace fgemma::kernels_internal

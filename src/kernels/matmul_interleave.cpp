@@ -39,6 +39,7 @@ PanelFormat ActivePanelFormat() {
 }
 
 size_t InterleavedWeightBytes(const TensorView& w) {
+  if (w.dtype == DType::kBF16) return Bf16PanelWeightBytes(w);  // NEON_BF16 only (matmul_bf16.cpp)
   if (UsesExpandedRows(w.dtype)) return w.rows * ExpandedRowBytes(w.cols);  // on every target
   if (!DTypeIsQuantized(w.dtype) || w.cols % kBlockValues != 0 || !InterleavedKernelAvailable()) return 0;
   const PanelFormat f = ActivePanelFormat();
@@ -47,6 +48,10 @@ size_t InterleavedWeightBytes(const TensorView& w) {
 }
 
 void InterleaveWeights(const TensorView& w, void* out) {
+  if (w.dtype == DType::kBF16) {
+    FillBf16Panels(w, out);
+    return;
+  }
   if (UsesExpandedRows(w.dtype)) {
     ExpandRows(w, 0, w.rows, static_cast<uint8_t*>(out));
     return;
@@ -206,6 +211,13 @@ KernelMatrix RowSlice(const KernelMatrix& w, size_t r0, size_t r1) {
   s.data = w.row(r0);
   s.rows = r1 - r0;
   s.repacked = nullptr;
+  if (w.dtype == DType::kBF16) {  // NEON_BF16's 4-row panels
+    if (w.repacked != nullptr && r0 % kernels_internal::kBf16PanelRows == 0) {
+      s.repacked = static_cast<const uint8_t*>(w.repacked) +
+                   r0 / kernels_internal::kBf16PanelRows * kernels_internal::Bf16PanelBytes(w.cols);
+    }
+    return s;
+  }
   if (kernels_internal::UsesExpandedRows(w.dtype)) {  // one row a "panel"
     if (w.repacked != nullptr)
       s.repacked = static_cast<const uint8_t*>(w.repacked) + r0 * kernels_internal::ExpandedRowBytes(w.cols);
@@ -219,6 +231,10 @@ KernelMatrix RowSlice(const KernelMatrix& w, size_t r0, size_t r1) {
 }
 
 void LookupRow(const KernelMatrix& w, size_t r, float* out) {
+  if (w.dtype == DType::kBF16) {
+    kernels_internal::LookupBf16Row(w, r, out);
+    return;
+  }
   // The expanded types decode the stored row (the format's own decoder; a lookup touches one row's
   // pages of the file again, not the matrix).
   if (w.repacked == nullptr || kernels_internal::UsesExpandedRows(w.dtype)) {
@@ -277,7 +293,8 @@ void MatMulRows(const KernelMatrix& w, const Activations& a, std::span<const int
   }
   // Interleaved rows come 16 (or 8 or 4) to a panel: compute the row's whole panel (the same bits as
   // the full matrix gives that row), reusing it for neighbouring rows.
-  const size_t panel_rows = kernels_internal::ActivePanelFormat().rows(w.dtype);
+  const size_t panel_rows = w.dtype == DType::kBF16 ? kernels_internal::kBf16PanelRows
+                                                    : kernels_internal::ActivePanelFormat().rows(w.dtype);
   float panel[kernels_internal::kInterleaveRows];
   size_t panel_row = SIZE_MAX;
   for (size_t i = 0; i < rows.size(); ++i) {

@@ -154,6 +154,53 @@ bool ArmKQuantActive();
 // t[b] = dx_b * s_b of one token's packed record, as the Arm kernels and their reference use it.
 void KQuantMinWeights(const QuantLayout& layout, const uint8_t* record, float* t);
 
+// ---------------------------------------------------------------- bf16 weights on bfdot / bfmmla
+// On NEON_BF16 (aarch64 with FEAT_BF16, kernels/cpu_features.h) bf16 matrices are repacked into
+// panels of 4 rows (kernels/matmul_bf16.cpp) and multiplied with activations rounded to bf16
+// (round to nearest even, as BFCVTN with the default FPCR does), by bfdot for one token and bfmmla
+// for token pairs (kernels/matmul_arm_bf16.cpp). Layout: each row zero-padded to Bf16PaddedCols
+// values; panel p holds rows [4p, 4p + 4) as Bf16PaddedCols / 2 vectors of 16 bytes, vector g =
+// pair g (values 2g, 2g + 1) of rows 0, 1, 2, 3: one by-element bfdot against the token's pair g
+// gives the 4 rows' next step, and two vectors zipped give bfmmla's 2 rows x 4 values.
+// Numerics, per row and token, over the pairs g of the padded row (w_g = values 2g, 2g + 1; x_g the
+// token's, in bf16):
+//   y = BfDotAdd(... BfDotAdd(BfDotAdd(+0, w_0, x_0), w_1, x_1) ..., w_last, x_last)
+// whatever the batch or the row slice: bfmmla chains a 2x2 tile's two pairs in that order too, so
+// a batch equals its tokens one at a time and a slice the whole matrix.
+constexpr size_t kBf16PanelRows = 4;
+constexpr size_t Bf16PaddedCols(size_t cols) { return (cols + 15) / 16 * 16; }
+constexpr size_t Bf16PanelBytes(size_t cols) { return kBf16PanelRows * Bf16PaddedCols(cols) * 2; }
+// A token's packed activations: Bf16PaddedCols bf16 values (zeros after cols), padded to 64 bytes.
+constexpr size_t Bf16RecordBytes(size_t cols) { return (Bf16PaddedCols(cols) * 2 + 63) / 64 * 64; }
+// The NEON_BF16 kernels run (SetKernelTarget and kernels/cpu_features.h decide).
+bool ArmBf16Active();
+// Arm's BFDotAdd with FPCR.EBF = 0 (what BFDOT computes per 32-bit lane, and BFMMLA per step):
+// each bf16 product exact (bf16 inputs that are subnormal count as zero), the two products added,
+// then the sum added to `sum` (a subnormal `sum` counts as zero), each addition rounded to single
+// precision by round-to-odd (the truncated result with its last bit set when inexact), results
+// below 2^-126 flushed to a zero of their sign, overflow to infinity, any NaN the default NaN.
+// w0 and x0 are the pair's first (lower-addressed) values. Integer arithmetic only: the same bits on
+// every build (tests check the instructions against it under qemu).
+float BfDotAdd(float sum, uint16_t w0, uint16_t w1, uint16_t x0, uint16_t x1);
+// f32 -> bf16, round to nearest even (NaN: quietened, its payload's top bits kept), as BFCVT.
+uint16_t F32ToBf16Rne(float f);
+// Packs num_tokens rows of x into Bf16RecordBytes(cols) records (scalar code, the reference of the
+// NEON packing that PackActivations runs on NEON_BF16; the same bytes).
+void PackBf16(size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out);
+// Bytes of the panel copy of a bf16 matrix, 0 unless NEON_BF16 runs; the copy itself.
+size_t Bf16PanelWeightBytes(const TensorView& w);
+void FillBf16Panels(const TensorView& w, void* out);
+// Row r of the panel copy (or of the stored rows without one) as float32.
+void LookupBf16Row(const KernelMatrix& w, size_t r, float* out);
+// MatMul on a bf16 matrix with its panel copy (w.repacked) on NEON_BF16; packs a.data when
+// a.packed is null. Any row_begin.
+void MatMulArmBf16(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+                   size_t row_end);
+// The numerics above in scalar code, from the stored rows (w.data) and bf16 records (a.packed,
+// PackBf16's layout). MatMul on NEON_BF16 equals it bit for bit (tests; every build has it).
+void MatMulBf16DotReference(const TensorView& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
+                            size_t row_end);
+
 // Bytes of the interleaved copy of `w`, or 0 when the running target has no use for one (other
 // types, other targets; the types above always have their expanded copy). InterleaveWeights fills
 // `out` (64-byte aligned). PrepareWeights makes these copies for a model; tests and the benchmark

@@ -12,7 +12,8 @@
 namespace fgemma {
 namespace {
 
-constexpr uint64_t kA64Asimd = 1u << 1, kA64Dotprod = 1u << 20, kA64I8mm2 = 1u << 13;
+constexpr uint64_t kA64Asimd = 1u << 1, kA64Dotprod = 1u << 20, kA64I8mm2 = 1u << 13, kA64Bf16 = 1u << 14,
+                   kA64Fhm = 1u << 23;
 constexpr uint64_t kA32Neon = 1u << 12, kA32Dotprod = 1u << 24, kA32I8mm = 1u << 27;
 
 TEST(ArmFeatures, DecodesAarch64Hwcaps) {
@@ -28,6 +29,11 @@ TEST(ArmFeatures, DecodesAarch64Hwcaps) {
   EXPECT_FALSE(ArmFeaturesFromHwcap(false, kA64Asimd | kA64Dotprod, kA64I8mm2).neon);
   // A dot product without NEON is not usable.
   EXPECT_FALSE(ArmFeaturesFromHwcap(true, kA64Dotprod, 0).dotprod);
+  // qemu-aarch64 -cpu max also reports bf16 (hwcap2) and fhm (hwcap).
+  ArmFeatures bf = ArmFeaturesFromHwcap(true, kA64Asimd | kA64Dotprod | kA64Fhm, kA64I8mm2 | kA64Bf16);
+  EXPECT_TRUE(bf.bf16 && bf.fhm && bf.i8mm);
+  EXPECT_FALSE(max.bf16 || max.fhm);
+  EXPECT_FALSE(ArmFeaturesFromHwcap(false, kA64Asimd | kA64Fhm, kA64Bf16).bf16);
 }
 
 TEST(ArmFeatures, DecodesAarch32Hwcaps) {
@@ -66,6 +72,21 @@ TEST(ArmFeatures, ChoosesTheBestTargetAndOverridesLowerIt) {
   // -cpu max runs vsdot without reporting it).
   EXPECT_EQ(ChooseArmTarget(true, neon, "NEON_DOTPROD"), ArmTarget::kNeon);
   EXPECT_EQ(ChooseArmTarget(false, neon, "NEON_DOTPROD"), ArmTarget::kNeonDotprod);
+  // bf16 (bfdot / bfmmla) on top of i8mm on aarch64; FGEMMA_ARM_TARGET=NEON_I8MM (or lower) keeps
+  // the float path for bf16 weights; without i8mm, or on AArch32, bf16 adds no target.
+  ArmFeatures bf{true, true, true};
+  bf.bf16 = true;
+  EXPECT_EQ(ChooseArmTarget(true, bf, nullptr), ArmTarget::kNeonBf16);
+  EXPECT_EQ(ChooseArmTarget(true, bf, "NEON_BF16"), ArmTarget::kNeonBf16);
+  EXPECT_EQ(ChooseArmTarget(true, bf, "NEON_I8MM"), ArmTarget::kNeonI8mm);
+  EXPECT_EQ(ChooseArmTarget(true, bf, "NEON_DOTPROD"), ArmTarget::kNeonDotprod);
+  EXPECT_EQ(ChooseArmTarget(true, bf, "NEON"), ArmTarget::kNeon);
+  EXPECT_EQ(ChooseArmTarget(true, mm, "NEON_BF16"), ArmTarget::kNeonI8mm);
+  ArmFeatures bf_no_mm{true, true, false};
+  bf_no_mm.bf16 = true;
+  EXPECT_EQ(ChooseArmTarget(true, bf_no_mm, nullptr), ArmTarget::kNeonDotprod);
+  EXPECT_EQ(ChooseArmTarget(false, bf, nullptr), ArmTarget::kNeonDotprod);
+  EXPECT_STREQ(ArmTargetName(ArmTarget::kNeonBf16), "NEON_BF16");
   EXPECT_STREQ(ArmTargetName(ArmTarget::kNeonDotprod), "NEON_DOTPROD");
   EXPECT_STREQ(ArmTargetName(ArmTarget::kNeonI8mm), "NEON_I8MM");
   EXPECT_STREQ(ArmTargetName(ArmTarget::kNeon), "NEON");
@@ -80,14 +101,16 @@ TEST(ArmFeatures, RunningTargetIsReported) {
 #endif
   const char* env = std::getenv("FGEMMA_ARM_TARGET");
   std::printf("arm target: '%s' (FGEMMA_ARM_TARGET=%s), kernels %s\n", ArmTargetName(t), env ? env : "", KernelTargetName());
-  if (t == ArmTarget::kNeonDotprod || t == ArmTarget::kNeonI8mm) {
+  if (t == ArmTarget::kNeonDotprod || t == ArmTarget::kNeonI8mm || t == ArmTarget::kNeonBf16) {
     EXPECT_STREQ(KernelTargetName(), ArmTargetName(t));
   } else {
     EXPECT_STRNE(KernelTargetName(), "NEON_DOTPROD");
     EXPECT_STRNE(KernelTargetName(), "NEON_I8MM");
+    EXPECT_STRNE(KernelTargetName(), "NEON_BF16");
   }
   if (env != nullptr && std::string(env) == "NEON") EXPECT_TRUE(t == ArmTarget::kNeon || t == ArmTarget::kNone);
-  if (env != nullptr && std::string(env) == "NEON_DOTPROD") EXPECT_NE(t, ArmTarget::kNeonI8mm);
+  if (env != nullptr && std::string(env) == "NEON_DOTPROD") EXPECT_TRUE(t != ArmTarget::kNeonI8mm && t != ArmTarget::kNeonBf16);
+  if (env != nullptr && std::string(env) == "NEON_I8MM") EXPECT_NE(t, ArmTarget::kNeonBf16);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "golden_sparse.h"
 #include "runtime/session.h"
 #include "test_support.h"
 
@@ -75,7 +76,10 @@ TEST_P(TinyGolden, LogitsAndLayerOutputsMatchReference) {
   for (size_t p = 0; p < tokens_.size(); ++p) {
     for (size_t v = 0; v < logits[p].size(); ++v) worst = std::max(worst, std::abs(logits[p][v] - gl[p][v].get<double>()));
   }
-  EXPECT_LT(worst, 1e-4) << "largest logit difference";
+  // bf16 activations (NEON_BF16 on the bf16 checkpoints, golden_sparse.h): measured 0.062 and 1 % of
+  // the layer's largest (tiny-mqa-bf16 / tiny-gqa-bf16 under qemu-aarch64 -cpu max); about 2x that.
+  const bool bf16_activations = test::Bf16ActivationKernels(*model_);
+  EXPECT_LT(worst, bf16_activations ? 0.15 : 1e-4) << "largest logit difference";
   // Each layer's output within 1e-5 of that layer's largest magnitude.
   const size_t H = static_cast<size_t>(model_->config().hidden);
   for (size_t l = 0; l < layer_out.size(); ++l) {
@@ -88,7 +92,7 @@ TEST_P(TinyGolden, LogitsAndLayerOutputsMatchReference) {
         max_diff = std::max(max_diff, std::abs(ref - layer_out[l][p * H + i]));
       }
     }
-    EXPECT_LT(max_diff, 1e-5 * max_mag) << "layer " << l << " (max magnitude " << max_mag << ")";
+    EXPECT_LT(max_diff, (bf16_activations ? 2e-2 : 1e-5) * max_mag) << "layer " << l << " (max magnitude " << max_mag << ")";
   }
 }
 
