@@ -12,6 +12,10 @@
 #include "kernels/matmul_internal.h"
 #include "util/float_types.h"
 
+#if defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
+
 namespace fgemma::kernels_internal {
 
 namespace {
@@ -130,14 +134,36 @@ size_t Bf16PanelWeightBytes(const TensorView& w) {
 void FillBf16Panels(const TensorView& w, void* out) {
   const size_t panel_bytes = Bf16PanelBytes(w.cols), panels = (w.rows + kBf16PanelRows - 1) / kBf16PanelRows;
   uint8_t* dst = static_cast<uint8_t*>(out);
-  std::memset(dst, 0, panels * panel_bytes);  // padded rows and values: +0
-  for (size_t r = 0; r < w.rows; ++r) {
+  // Row r's pairs from pair g0 on (a tail of fewer than 2 values: one value, then +0).
+  auto copy_row = [&](size_t r, size_t g0) {
     uint8_t* q = dst + r / kBf16PanelRows * panel_bytes + r % kBf16PanelRows * 4;
     const uint8_t* src = w.row(r);
-    size_t g = 0;
+    size_t g = g0;
     for (; 2 * g + 1 < w.cols; ++g) std::memcpy(q + 16 * g, src + 4 * g, 4);
     if (w.cols % 2 == 1) std::memcpy(q + 16 * g, src + 4 * g, 2);
+  };
+  size_t first = 0;  // rows of the whole panels the vector loop fills
+#if defined(__ARM_NEON)
+  // A whole panel 8 values of each row at a time: the 4 rows' 4 pairs side by side by one st4 (a
+  // pair at a time, with the zeroing pass before, was 4.5 guest instructions a value: 1.2G for the
+  // 270m at load).
+  const size_t chunks = w.cols / 8;
+  for (; first + kBf16PanelRows <= w.rows; first += kBf16PanelRows) {
+    uint8_t* panel = dst + first / kBf16PanelRows * panel_bytes;
+    const uint8_t* rows[kBf16PanelRows] = {w.row(first), w.row(first + 1), w.row(first + 2), w.row(first + 3)};
+    for (size_t c = 0; c < chunks; ++c) {
+      uint32x4x4_t v;
+      for (size_t i = 0; i < kBf16PanelRows; ++i) v.val[i] = vreinterpretq_u32_u8(vld1q_u8(rows[i] + 16 * c));
+      vst4q_u32(reinterpret_cast<uint32_t*>(panel + 64 * c), v);
+    }
+    std::memset(panel + 64 * chunks, 0, panel_bytes - 64 * chunks);  // padded values: +0
+    for (size_t i = 0; i < kBf16PanelRows; ++i) copy_row(first + i, 4 * chunks);
   }
+#endif
+  // The last partial panel (every panel without NEON): zeroed (padded rows and values: +0), then
+  // filled a pair at a time.
+  std::memset(dst + first / kBf16PanelRows * panel_bytes, 0, (panels - first / kBf16PanelRows) * panel_bytes);
+  for (size_t r = first; r < w.rows; ++r) copy_row(r, 0);
 }
 
 void LookupBf16Row(const KernelMatrix& w, size_t r, float* out) {
