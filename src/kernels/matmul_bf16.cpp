@@ -24,16 +24,6 @@ constexpr uint32_t kSign = 0x80000000u;
 constexpr uint32_t kDefaultNaN = 0x7FC00000u;
 constexpr uint32_t kInf = 0x7F800000u;
 
-uint32_t Bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float FromBits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 bool IsNaN(uint32_t u) { return (u & 0x7FFFFFFFu) > kInf; }
 bool IsInf(uint32_t u) { return (u & 0x7FFFFFFFu) == kInf; }
 
@@ -105,11 +95,11 @@ uint32_t RoundToOddAdd(uint32_t a, uint32_t b) {
 
 float BfDotAdd(float sum, uint16_t w0, uint16_t w1, uint16_t x0, uint16_t x1) {
   const uint32_t pair = RoundToOddAdd(BfMul(w0, x0), BfMul(w1, x1));
-  return FromBits(RoundToOddAdd(Bits(sum), pair));
+  return FloatFromBits(RoundToOddAdd(FloatBits(sum), pair));
 }
 
 uint16_t F32ToBf16Rne(float f) {
-  const uint32_t u = Bits(f);
+  const uint32_t u = FloatBits(f);
   if (IsNaN(u)) return static_cast<uint16_t>((u >> 16) | 0x40u);
   return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }

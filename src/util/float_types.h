@@ -2,10 +2,15 @@
 // tested against these.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
 namespace fgemma {
+
+// A float's bits and back (the bf16 dot product's reference works on them).
+inline uint32_t FloatBits(float f) { return std::bit_cast<uint32_t>(f); }
+inline float FloatFromBits(uint32_t u) { return std::bit_cast<float>(u); }
 
 inline float Bf16ToF32(uint16_t h) {
   uint32_t bits = static_cast<uint32_t>(h) << 16;

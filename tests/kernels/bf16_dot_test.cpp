@@ -32,18 +32,8 @@ using kernels_internal::F32ToBf16Rne;
 using test::TargetParamName;
 using test::TargetTest;
 
-uint32_t Bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float FromBits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 uint16_t Bf(float f) {  // f must be a bf16 value
-  const uint32_t u = Bits(f);
+  const uint32_t u = FloatBits(f);
   EXPECT_EQ(u & 0xFFFFu, 0u) << f << " is not a bf16 value";
   return static_cast<uint16_t>(u >> 16);
 }
@@ -51,44 +41,44 @@ uint16_t Bf(float f) {  // f must be a bf16 value
 TEST(BfDotAdd, ExactCases) {
   EXPECT_EQ(BfDotAdd(0.0f, Bf(1.0f), Bf(2.0f), Bf(3.0f), Bf(4.0f)), 11.0f);
   EXPECT_EQ(BfDotAdd(-11.0f, Bf(1.0f), Bf(2.0f), Bf(3.0f), Bf(4.0f)), 0.0f);
-  EXPECT_EQ(Bits(BfDotAdd(-11.0f, Bf(1.0f), Bf(2.0f), Bf(3.0f), Bf(4.0f))), 0u);  // x + (-x) = +0
+  EXPECT_EQ(FloatBits(BfDotAdd(-11.0f, Bf(1.0f), Bf(2.0f), Bf(3.0f), Bf(4.0f))), 0u);  // x + (-x) = +0
   // -0 + (-0 + -0) stays -0; +0 + (-0) is +0.
-  EXPECT_EQ(Bits(BfDotAdd(-0.0f, Bf(-1.0f), Bf(1.0f), Bf(0.0f), Bf(-0.0f))), 0x80000000u);
-  EXPECT_EQ(Bits(BfDotAdd(0.0f, Bf(-1.0f), Bf(1.0f), Bf(0.0f), Bf(-0.0f))), 0u);
+  EXPECT_EQ(FloatBits(BfDotAdd(-0.0f, Bf(-1.0f), Bf(1.0f), Bf(0.0f), Bf(-0.0f))), 0x80000000u);
+  EXPECT_EQ(FloatBits(BfDotAdd(0.0f, Bf(-1.0f), Bf(1.0f), Bf(0.0f), Bf(-0.0f))), 0u);
   // A bf16 product is exact in single precision: 255/128 squared.
-  const float a = FromBits(0x3FFF0000u);  // 1.9921875
+  const float a = FloatFromBits(0x3FFF0000u);  // 1.9921875
   EXPECT_EQ(BfDotAdd(0.0f, Bf(a), Bf(0.0f), Bf(a), Bf(0.0f)), a * a);
 }
 
 TEST(BfDotAdd, RoundsToOdd) {
   // 1 + 2^-30: truncated to 1, inexact: the last bit set (round to nearest would give 1).
-  EXPECT_EQ(Bits(BfDotAdd(1.0f, Bf(0x1p-15f), Bf(0.0f), Bf(0x1p-15f), Bf(0.0f))), 0x3F800001u);
+  EXPECT_EQ(FloatBits(BfDotAdd(1.0f, Bf(0x1p-15f), Bf(0.0f), Bf(0x1p-15f), Bf(0.0f))), 0x3F800001u);
   // 1 - 2^-30: truncated toward zero to 1 - 2^-24, already odd.
-  EXPECT_EQ(Bits(BfDotAdd(1.0f, Bf(-0x1p-15f), Bf(0.0f), Bf(0x1p-15f), Bf(0.0f))), 0x3F7FFFFFu);
+  EXPECT_EQ(FloatBits(BfDotAdd(1.0f, Bf(-0x1p-15f), Bf(0.0f), Bf(0x1p-15f), Bf(0.0f))), 0x3F7FFFFFu);
   // 1 + 3 * 2^-25 (a tie and more under nearest): truncated 1, odd 1 + 2^-23.
-  EXPECT_EQ(Bits(BfDotAdd(1.0f, Bf(0x1p-24f), Bf(0x1p-25f), Bf(1.0f), Bf(1.0f))), 0x3F800001u);
+  EXPECT_EQ(FloatBits(BfDotAdd(1.0f, Bf(0x1p-24f), Bf(0x1p-25f), Bf(1.0f), Bf(1.0f))), 0x3F800001u);
   // The pair's own sum rounds to odd before the accumulation: 2^20 + 2^-10 is inexact (odd:
   // 2^20 + 2^-3), then 2^20 + 2^-3 - 2^20 = 2^-3 exactly.
   EXPECT_EQ(BfDotAdd(-0x1p20f, Bf(0x1p10f), Bf(0x1p-5f), Bf(0x1p10f), Bf(0x1p-5f)), 0x1p-3f);
   // 2^24 + (1 + 2): the pair exact (3), then 2^24 + 3 (ulp 2) truncates to 2^24 + 2 = 0x4B800001,
   // whose last bit is already set.
-  EXPECT_EQ(Bits(BfDotAdd(0x1p24f, Bf(1.0f), Bf(2.0f), Bf(1.0f), Bf(1.0f))), 0x4B800001u);
+  EXPECT_EQ(FloatBits(BfDotAdd(0x1p24f, Bf(1.0f), Bf(2.0f), Bf(1.0f), Bf(1.0f))), 0x4B800001u);
 }
 
 TEST(BfDotAdd, FlushesAndOverflows) {
   // Products below 2^-126 flush to zero (of their sign), subnormal bf16 inputs count as zero.
-  EXPECT_EQ(Bits(BfDotAdd(0.0f, Bf(0x1p-70f), Bf(0.0f), Bf(0x1p-70f), Bf(0.0f))), 0u);
-  EXPECT_EQ(Bits(BfDotAdd(-0.0f, Bf(-0x1p-70f), Bf(-0.0f), Bf(0x1p-70f), Bf(0.0f))), 0x80000000u);
+  EXPECT_EQ(FloatBits(BfDotAdd(0.0f, Bf(0x1p-70f), Bf(0.0f), Bf(0x1p-70f), Bf(0.0f))), 0u);
+  EXPECT_EQ(FloatBits(BfDotAdd(-0.0f, Bf(-0x1p-70f), Bf(-0.0f), Bf(0x1p-70f), Bf(0.0f))), 0x80000000u);
   EXPECT_EQ(BfDotAdd(0.0f, 0x0001, Bf(0.0f), Bf(1.0f), Bf(0.0f)), 0.0f);
   EXPECT_EQ(BfDotAdd(0.0f, 0x007F, Bf(0.0f), Bf(0x1p100f), Bf(0.0f)), 0.0f);  // would be 2^-27 unflushed
   // A sum below 2^-126 flushes too: 2^-125 - 1.9921875 * 2^-126 = 2^-133 (both products normal).
-  EXPECT_EQ(Bits(BfDotAdd(0.0f, Bf(0x1p-63f), Bf(-0x1.fep-63f), Bf(0x1p-62f), Bf(0x1p-63f))), 0u);
+  EXPECT_EQ(FloatBits(BfDotAdd(0.0f, Bf(0x1p-63f), Bf(-0x1.fep-63f), Bf(0x1p-62f), Bf(0x1p-63f))), 0u);
   // Overflow of a product or a sum: infinity (round-to-odd keeps the largest finite value only below 2^128).
   EXPECT_EQ(BfDotAdd(0.0f, Bf(0x1p127f), Bf(0.0f), Bf(4.0f), Bf(0.0f)), INFINITY);
   EXPECT_EQ(BfDotAdd(0x1.fffffep127f, Bf(0x1p127f), Bf(0.0f), Bf(1.0f), Bf(0.0f)), INFINITY);
-  EXPECT_EQ(Bits(BfDotAdd(0x1.fffffep127f, Bf(0x1p100f), Bf(0.0f), Bf(1.0f), Bf(0.0f))), 0x7F7FFFFFu);
-  EXPECT_EQ(Bits(BfDotAdd(INFINITY, Bf(-INFINITY), Bf(0.0f), Bf(1.0f), Bf(0.0f))), 0x7FC00000u);
-  EXPECT_EQ(Bits(BfDotAdd(0.0f, Bf(INFINITY), Bf(0.0f), Bf(0.0f), Bf(0.0f))), 0x7FC00000u);
+  EXPECT_EQ(FloatBits(BfDotAdd(0x1.fffffep127f, Bf(0x1p100f), Bf(0.0f), Bf(1.0f), Bf(0.0f))), 0x7F7FFFFFu);
+  EXPECT_EQ(FloatBits(BfDotAdd(INFINITY, Bf(-INFINITY), Bf(0.0f), Bf(1.0f), Bf(0.0f))), 0x7FC00000u);
+  EXPECT_EQ(FloatBits(BfDotAdd(0.0f, Bf(INFINITY), Bf(0.0f), Bf(0.0f), Bf(0.0f))), 0x7FC00000u);
 }
 
 // Round-to-odd of a + b from the exact double sum (the caller keeps the exponents within 28 of
@@ -98,7 +88,7 @@ float RoundToOddFromDouble(float a, float b) {
   float f = static_cast<float>(d);
   if (static_cast<double>(f) == d) return f;
   if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
-  return FromBits(Bits(f) | 1u);
+  return FloatFromBits(FloatBits(f) | 1u);
 }
 
 TEST(BfDotAdd, AgreesWithRoundToOddInDouble) {
@@ -127,20 +117,20 @@ TEST(BfDotAdd, AgreesWithRoundToOddInDouble) {
     if (!close(sum, pair)) continue;
     const float want = RoundToOddFromDouble(sum, pair);
     const float got = BfDotAdd(sum, w0, w1, x0, x1);
-    ASSERT_EQ(Bits(got), Bits(want)) << i << ": " << sum << " + " << p0 << " + " << p1;
-    inexact += Bits(got) & 1;
+    ASSERT_EQ(FloatBits(got), FloatBits(want)) << i << ": " << sum << " + " << p0 << " + " << p1;
+    inexact += FloatBits(got) & 1;
   }
   EXPECT_GT(inexact, 50000u);  // the rounding was exercised
 }
 
 TEST(PackBf16, RoundsToNearestEven) {
   EXPECT_EQ(F32ToBf16Rne(1.0f), 0x3F80);
-  EXPECT_EQ(F32ToBf16Rne(FromBits(0x3F808000u)), 0x3F80);  // tie to even
-  EXPECT_EQ(F32ToBf16Rne(FromBits(0x3F818000u)), 0x3F82);  // tie to even (up)
-  EXPECT_EQ(F32ToBf16Rne(FromBits(0x3F808001u)), 0x3F81);
-  EXPECT_EQ(F32ToBf16Rne(FromBits(0x7F7FFFFFu)), 0x7F80);  // rounds up to infinity
-  EXPECT_EQ(F32ToBf16Rne(FromBits(0x00018000u)), 0x0002);  // subnormals round too
-  EXPECT_EQ(F32ToBf16Rne(FromBits(0x7F800001u)), 0x7FC0);  // a signalling NaN quietened
+  EXPECT_EQ(F32ToBf16Rne(FloatFromBits(0x3F808000u)), 0x3F80);  // tie to even
+  EXPECT_EQ(F32ToBf16Rne(FloatFromBits(0x3F818000u)), 0x3F82);  // tie to even (up)
+  EXPECT_EQ(F32ToBf16Rne(FloatFromBits(0x3F808001u)), 0x3F81);
+  EXPECT_EQ(F32ToBf16Rne(FloatFromBits(0x7F7FFFFFu)), 0x7F80);  // rounds up to infinity
+  EXPECT_EQ(F32ToBf16Rne(FloatFromBits(0x00018000u)), 0x0002);  // subnormals round too
+  EXPECT_EQ(F32ToBf16Rne(FloatFromBits(0x7F800001u)), 0x7FC0);  // a signalling NaN quietened
 }
 
 // Values the packing must convert as BFCVTN does: random, huge, tiny, subnormal, ties, infinities.
@@ -157,7 +147,7 @@ std::vector<float> PackingValues(size_t n, std::mt19937& rng) {
       case 4: u = (u & 0x80000000u) | 0x7F7FF000u | (u & 0xFFFu); break;  // near the largest
       default: u = (u & 0x80000000u) | 0x7F800000u; break;  // infinity
     }
-    v[i] = FromBits(u);
+    v[i] = FloatFromBits(u);
   }
   return v;
 }
@@ -246,7 +236,7 @@ void ExpectExact(const KernelMatrix& w, size_t tokens, size_t row_begin, size_t 
       if (r < row_begin || r >= row_end) {
         ASSERT_EQ(got, kSentinel) << "wrote outside the slice at r=" << r << " t=" << t;
       } else {
-        ASSERT_EQ(Bits(got), Bits(want[t * w.rows + r])) << "r=" << r << " t=" << t << " got " << got << " want "
+        ASSERT_EQ(FloatBits(got), FloatBits(want[t * w.rows + r])) << "r=" << r << " t=" << t << " got " << got << " want "
                                                          << want[t * w.rows + r];
       }
     }
