@@ -290,6 +290,10 @@ class ScriptedCall {
 struct RuleRuns {
   ConstrainedStats plain, without, with;
   static size_t Refused(const ConstrainedStats& st) { return st.drafted_tokens - st.accepted_tokens; }
+  void Print(const char* rule) const {
+    std::printf("%s rule: %zu passes without drafts, %zu without the rule, %zu with it (refused guesses %zu -> %zu)\n",
+                rule, plain.model_calls, without.model_calls, with.model_calls, Refused(without), Refused(with));
+  }
 };
 // `base`: the rules on in both drafted runs (some rules refuse the same guesses as others on a
 // simple call, so a rule's own test may turn those off).
@@ -349,9 +353,7 @@ TEST(Drafts, NamedToolAndChainRulesEachSavePasses) {
     EXPECT_LE(r.with.model_calls, r.without.model_calls) << name;
     EXPECT_TRUE(r.with.model_calls < r.without.model_calls || RuleRuns::Refused(r.with) < RuleRuns::Refused(r.without))
         << name;
-    std::printf("%s rule: %zu passes without drafts, %zu without the rule, %zu with it (refused guesses %zu -> %zu)\n",
-                name, r.plain.model_calls, r.without.model_calls, r.with.model_calls, RuleRuns::Refused(r.without),
-                RuleRuns::Refused(r.with));
+    r.Print(name);
   }
 }
 
@@ -559,9 +561,7 @@ TEST(Drafts, EarlierCallsValuesGiveWayToTheUtterances) {
       EXPECT_LT(r.with.model_calls, r.without.model_calls) << c.name;
     else
       EXPECT_LE(r.with.model_calls, r.without.model_calls) << c.name;
-    std::printf("%s rule: %zu passes without drafts, %zu without the rule, %zu with it (refused guesses %zu -> %zu)\n",
-                c.name, r.plain.model_calls, r.without.model_calls, r.with.model_calls, RuleRuns::Refused(r.without),
-                RuleRuns::Refused(r.with));
+    r.Print(c.name);
   }
 }
 
@@ -599,9 +599,7 @@ TEST(Drafts, DateTimesTakeAnEarlierValuesFormWithTheUtterancesNumbers) {
     const RuleRuns r = RunWithAndWithout(call, c.rule, c.output, c.name);
     EXPECT_GE(call.accepted[static_cast<size_t>(DraftSource::kForm)], c.formed) << c.name;
     EXPECT_LT(r.with.model_calls, r.without.model_calls) << c.name;
-    std::printf("%s rule: %zu passes without drafts, %zu without the rule, %zu with it (refused guesses %zu -> %zu)\n",
-                c.name, r.plain.model_calls, r.without.model_calls, r.with.model_calls, RuleRuns::Refused(r.without),
-                RuleRuns::Refused(r.with));
+    r.Print(c.name);
   }
 }
 
@@ -623,9 +621,7 @@ TEST(Drafts, TwoLetterNamePartsCountHalf) {
   const RuleRuns r = RunWithAndWithout(call, kGuessShortParts, output, "short parts");
   EXPECT_GT(call.accepted[static_cast<size_t>(DraftSource::kName)], 0u);
   EXPECT_LT(r.with.model_calls, r.without.model_calls);
-  std::printf("short parts rule: %zu passes without drafts, %zu without the rule, %zu with it (refused guesses %zu -> %zu)\n",
-              r.plain.model_calls, r.without.model_calls, r.with.model_calls, RuleRuns::Refused(r.without),
-              RuleRuns::Refused(r.with));
+  r.Print("short parts");
 }
 
 // An earlier output is encoded a chunk at a time; a chunk that ends inside a word ("contact" of
