@@ -63,16 +63,18 @@ void MatMul(const KernelMatrix& w, const Activations& a, float* y, size_t y_stri
   HWY_DASSERT(row_begin <= row_end && row_end <= w.rows);
   if (row_begin >= row_end || a.num_tokens == 0) return;
   if (!WeightType(w.dtype).int8_activations) {
-    // bf16 panels on NEON_BF16 (without the copy, e.g. FGEMMA_INTERLEAVE=0: the float kernels).
-    if (w.dtype == DType::kBF16 && w.repacked != nullptr && kernels_internal::ArmBf16Active()) {
+    // bf16 panels on NEON_BF16 read bf16 records (without the copy, e.g. FGEMMA_INTERLEAVE=0, and for
+    // every other float matrix: the float kernels on a.data).
+    if (w.dtype != DType::kBF16 || w.repacked == nullptr || !kernels_internal::ArmBf16Active()) {
+      kernels_internal::MatMulFloat(w, a, y, y_stride, row_begin, row_end);
+      return;
+    }
+    if (a.packed != nullptr) {
       kernels_internal::MatMulArmBf16(w, a, y, y_stride, row_begin, row_end);
       return;
     }
-    kernels_internal::MatMulFloat(w, a, y, y_stride, row_begin, row_end);
-    return;
-  }
-  HWY_DASSERT(w.cols % kQuantBlockValues == 0);
-  if (a.packed != nullptr) {
+  } else if (a.packed != nullptr) {
+    HWY_DASSERT(w.cols % kQuantBlockValues == 0);
     if (kernels_internal::UsesExpandedRows(w.dtype)) {
       kernels_internal::MatMulKQuant(w, a, y, y_stride, row_begin, row_end);
       return;

@@ -14,6 +14,7 @@
 // whole matrix; nothing else is rounded (no horizontal sums, no scales).
 #include "kernels/arm_dot_common.h"
 #include "kernels/matmul_arm_dot.h"
+#include "kernels/matmul_internal.h"
 
 #if defined(FGEMMA_ARM_BF16)
 #include <arm_neon.h>
@@ -203,7 +204,7 @@ void ArmBf16MatMul(const ArmBf16Job& job) {
 }
 
 void ArmBf16Pack(size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out) {
-  const size_t record = (((cols + 15) / 16 * 16) * 2 + 63) / 64 * 64;  // Bf16RecordBytes
+  const size_t record = Bf16RecordBytes(cols);
   for (size_t t = 0; t < num_tokens; ++t) {
     const float* src = x + t * x_stride;
     uint8_t* rec = out + t * record;

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "kernels/matmul.h"
 #include "kernels/matmul_arm_dot.h"
@@ -98,19 +97,13 @@ float BfDotAdd(float sum, uint16_t w0, uint16_t w1, uint16_t x0, uint16_t x1) {
   return FloatFromBits(RoundToOddAdd(FloatBits(sum), pair));
 }
 
-uint16_t F32ToBf16Rne(float f) {
-  const uint32_t u = FloatBits(f);
-  if (IsNaN(u)) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
 void PackBf16(size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out) {
   const size_t record = Bf16RecordBytes(cols);
   for (size_t t = 0; t < num_tokens; ++t) {
     uint8_t* rec = out + t * record;
     std::memset(rec, 0, record);
     for (size_t k = 0; k < cols; ++k) {
-      const uint16_t h = F32ToBf16Rne(x[t * x_stride + k]);
+      const uint16_t h = F32ToBf16(x[t * x_stride + k]);
       std::memcpy(rec + 2 * k, &h, 2);
     }
   }
@@ -194,21 +187,12 @@ void MatMulBf16DotReference(const TensorView& w, const Activations& a, float* y,
 #if defined(FGEMMA_ARM_BF16)
 void MatMulArmBf16(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                    size_t row_end) {
-  thread_local std::vector<uint8_t> own_pack;
-  const uint8_t* packed = static_cast<const uint8_t*>(a.packed);
-  size_t packed_stride = a.packed_stride;
-  if (packed == nullptr) {  // not packed by the caller: here (correct, but repeated for every slice)
-    packed_stride = Bf16RecordBytes(w.cols);
-    own_pack.resize(packed_stride * a.num_tokens);
-    ArmBf16Pack(w.cols, a.data, a.stride, a.num_tokens, own_pack.data());
-    packed = own_pack.data();
-  }
   ArmBf16Job job;
   job.panel_bytes = Bf16PanelBytes(w.cols);
   job.panels = static_cast<const uint8_t*>(w.repacked) + row_begin / kBf16PanelRows * job.panel_bytes;
   job.pairs = Bf16PaddedCols(w.cols) / 2;
-  job.packed = packed;
-  job.packed_stride = packed_stride;
+  job.packed = static_cast<const uint8_t*>(a.packed);
+  job.packed_stride = a.packed_stride;
   job.tokens = a.num_tokens;
   job.y = y + row_begin;
   job.y_stride = y_stride;

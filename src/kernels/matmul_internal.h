@@ -182,18 +182,17 @@ bool ArmBf16Active();
 // w0 and x0 are the pair's first (lower-addressed) values. Integer arithmetic only: the same bits on
 // every build (tests check the instructions against it under qemu).
 float BfDotAdd(float sum, uint16_t w0, uint16_t w1, uint16_t x0, uint16_t x1);
-// f32 -> bf16, round to nearest even (NaN: quietened, its payload's top bits kept), as BFCVT.
-uint16_t F32ToBf16Rne(float f);
-// Packs num_tokens rows of x into Bf16RecordBytes(cols) records (scalar code, the reference of the
-// NEON packing that PackActivations runs on NEON_BF16; the same bytes).
+// Packs num_tokens rows of x into Bf16RecordBytes(cols) records, each value by util's F32ToBf16
+// (round to nearest even, a NaN quietened with its payload's top bits kept: what BFCVT does); the
+// scalar reference of the NEON packing that PackActivations runs on NEON_BF16 (the same bytes).
 void PackBf16(size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out);
 // Bytes of the panel copy of a bf16 matrix, 0 unless NEON_BF16 runs; the copy itself.
 size_t Bf16PanelWeightBytes(const TensorView& w);
 void FillBf16Panels(const TensorView& w, void* out);
 // Row r of the panel copy (or of the stored rows without one) as float32.
 void LookupBf16Row(const KernelMatrix& w, size_t r, float* out);
-// MatMul on a bf16 matrix with its panel copy (w.repacked) on NEON_BF16; packs a.data when
-// a.packed is null. Any row_begin.
+// MatMul on a bf16 matrix with its panel copy (w.repacked) on NEON_BF16, from a.packed (bf16
+// records; MatMul packs them when the caller did not). Any row_begin.
 void MatMulArmBf16(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                    size_t row_end);
 // The numerics above in scalar code, from the stored rows (w.data) and bf16 records (a.packed,

@@ -15,7 +15,7 @@ Result<KvCache> KvCache::Create(const ModelConfig& config, size_t context) {
   for (int l = 0; l < config.num_layers; ++l) {
     Layer layer;
     layer.kind = config.layer_kinds[static_cast<size_t>(l)];
-    layer.rows = layer.kind == LayerKind::kGlobal ? context : std::min(cache.window_, context);
+    layer.rows = RowsOf(layer.kind, cache.window_, context);
     // Checked for overflow of size_t on 32-bit builds.
     const uint64_t elems = static_cast<uint64_t>(layer.rows) * cache.kv_dim_;
     if (elems * sizeof(float) > static_cast<uint64_t>(SIZE_MAX / 4))
@@ -36,9 +36,9 @@ uint64_t KvCache::BytesFor(const ModelConfig& config, size_t context) {
   const size_t window = static_cast<size_t>(config.sliding_window);
   uint64_t floats = 0;
   for (int l = 0; l < config.num_layers; ++l) {
-    const bool global = config.layer_kinds[static_cast<size_t>(l)] == LayerKind::kGlobal;
-    floats += 2 * static_cast<uint64_t>(global ? context : std::min(window, context)) * kv_dim;  // keys, values
-    if (!global) floats += 2 * kMaxUndoRows * kv_dim;
+    const LayerKind kind = config.layer_kinds[static_cast<size_t>(l)];
+    floats += 2 * static_cast<uint64_t>(RowsOf(kind, window, context)) * kv_dim;  // keys, values
+    if (kind == LayerKind::kSliding) floats += 2 * kMaxUndoRows * kv_dim;
   }
   return floats * sizeof(float);
 }

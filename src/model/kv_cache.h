@@ -9,6 +9,7 @@
 // what makes the state of a prefix a plain prefix of each layer's storage.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -30,6 +31,11 @@ class KvCache {
   // The bytes Create(config, context) allocates (keys, values and the undo rows), without
   // allocating them: what a server sizes its sessions by.
   static uint64_t BytesFor(const ModelConfig& config, size_t context);
+  // The rows a layer of `kind` keeps: every position on a global layer, a ring of the window on a
+  // sliding one.
+  static size_t RowsOf(LayerKind kind, size_t window, size_t context) {
+    return kind == LayerKind::kGlobal ? context : std::min(window, context);
+  }
 
   size_t context() const { return context_; }
   LayerKind kind(int layer) const { return layers_[static_cast<size_t>(layer)].kind; }

@@ -28,7 +28,6 @@ namespace {
 
 using kernels_internal::BfDotAdd;
 using kernels_internal::Bf16RecordBytes;
-using kernels_internal::F32ToBf16Rne;
 using test::TargetParamName;
 using test::TargetTest;
 
@@ -124,13 +123,13 @@ TEST(BfDotAdd, AgreesWithRoundToOddInDouble) {
 }
 
 TEST(PackBf16, RoundsToNearestEven) {
-  EXPECT_EQ(F32ToBf16Rne(1.0f), 0x3F80);
-  EXPECT_EQ(F32ToBf16Rne(FloatFromBits(0x3F808000u)), 0x3F80);  // tie to even
-  EXPECT_EQ(F32ToBf16Rne(FloatFromBits(0x3F818000u)), 0x3F82);  // tie to even (up)
-  EXPECT_EQ(F32ToBf16Rne(FloatFromBits(0x3F808001u)), 0x3F81);
-  EXPECT_EQ(F32ToBf16Rne(FloatFromBits(0x7F7FFFFFu)), 0x7F80);  // rounds up to infinity
-  EXPECT_EQ(F32ToBf16Rne(FloatFromBits(0x00018000u)), 0x0002);  // subnormals round too
-  EXPECT_EQ(F32ToBf16Rne(FloatFromBits(0x7F800001u)), 0x7FC0);  // a signalling NaN quietened
+  EXPECT_EQ(F32ToBf16(1.0f), 0x3F80);
+  EXPECT_EQ(F32ToBf16(FloatFromBits(0x3F808000u)), 0x3F80);  // tie to even
+  EXPECT_EQ(F32ToBf16(FloatFromBits(0x3F818000u)), 0x3F82);  // tie to even (up)
+  EXPECT_EQ(F32ToBf16(FloatFromBits(0x3F808001u)), 0x3F81);
+  EXPECT_EQ(F32ToBf16(FloatFromBits(0x7F7FFFFFu)), 0x7F80);  // rounds up to infinity
+  EXPECT_EQ(F32ToBf16(FloatFromBits(0x00018000u)), 0x0002);  // subnormals round too
+  EXPECT_EQ(F32ToBf16(FloatFromBits(0x7F800001u)), 0x7FC0);  // a signalling NaN quietened
 }
 
 // Values the packing must convert as BFCVTN does: random, huge, tiny, subnormal, ties, infinities.
