@@ -35,6 +35,7 @@ PanelFormat ActivePanelFormat() {
     return {kArmPanelRows, kArmPanelRows, 4, 0u, 0x88888888u, false};
 #endif
   }
+  if (X86PanelRows() == kAvx2PanelRows) return Avx2PanelFormat();
   return {kInterleaveRows, kInterleaveRows, 2, 0x80808080u, 0u, false};
 }
 

@@ -58,6 +58,16 @@ void PackQuant(size_t cols, const float* x, size_t x_stride, size_t num_tokens, 
 // sum in int32 before one float scaling per block, row and token.
 constexpr size_t kInterleaveRows = 16;
 bool InterleavedKernelAvailable();  // the running target has the interleaved kernels
+// AVX2 (and AVX-512 without VNNI): the same arrangement in panels of 8 rows, values as stored
+// (q8_0 signed; q4_0 nibbles w + 8), so one 32-byte vector is one group of 8 rows for maddubs
+// (kernels/quant_panels_avx2-inl.h):
+//   uint16_t scale[nb][8]           f16 block scales (region padded to 64 bytes)
+//   q8_0: int8_t q[nb][8][8][4]     group g of row r at [b][g][r]
+//   q4_0: uint8_t q[nb][4][8][4]    byte i of [b][j][r]: low nibble element 4j + i, high 16 + 4j + i
+constexpr size_t kAvx2PanelRows = 8;
+// Rows a panel of the running x86 target's interleaved kernels: 16 (AVX-512 VNNI), 8 (AVX2, AVX3),
+// 0 (none: other targets, or an Arm build's Highway targets).
+size_t X86PanelRows();
 // Bytes of one block's values for the panel's 16 rows (the block minus its scale, 16 times).
 constexpr size_t InterleavedBlockBytes(DType type) {
   return kInterleaveRows * (DTypeBlockBytes(type) - kQuantBlockScaleBytes);
@@ -99,7 +109,8 @@ struct PanelFormat {
     return scale_bytes(type, cols) + cols / kQuantBlockValues * block_bytes(type);
   }
 };
-// The layout the running target reads (the VNNI one where no Arm dot product runs).
+constexpr PanelFormat Avx2PanelFormat() { return {kAvx2PanelRows, kAvx2PanelRows, 2, 0u, 0u, false}; }
+// The layout the running target reads (Arm's where its dot product runs, else the x86 target's).
 PanelFormat ActivePanelFormat();
 // The Arm dot-product kernels run (Arm builds on CPUs with the dot product; kernels/cpu_features.h
 // and SetKernelTarget decide).

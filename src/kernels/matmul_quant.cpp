@@ -26,6 +26,7 @@
 #include "hwy/highway.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/simd_common-inl.h"
+#include "kernels/quant_panels_avx2-inl.h"  // Avx2PanelKernel (AVX2, AVX3)
 
 HWY_BEFORE_NAMESPACE();
 namespace fgemma {
@@ -605,6 +606,11 @@ void MatMulQuantT(const KernelMatrix& w, const Activations& a, float* y, size_t 
 #endif
   using K = QuantKernel<kType>;
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+  if (w.repacked != nullptr && row_begin % kernels_internal::kAvx2PanelRows == 0) {
+    Avx2PanelKernel<kType>::Run(QuantJob(w, a, y, y_stride), static_cast<const uint8_t*>(w.repacked), row_begin,
+                                row_end, a.num_tokens);
+    return;
+  }
   // Decode: one row at a time streams a single run of weights past the hardware prefetcher; two rows
   // interleaved (the prefill tile's) read the 270m's q8_0 head at 9-10 GB/s on one thread, one row
   // at 12-16 (the same bits: each output's operations do not depend on the tile).
@@ -627,7 +633,15 @@ void MatMulQuantImpl(const KernelMatrix& w, const Activations& a, float* y, size
   }
 }
 
-bool InterleavedKernelAvailableImpl() { return HWY_TARGET == HWY_AVX3_DL; }
+size_t X86PanelRowsImpl() {
+#if HWY_TARGET == HWY_AVX3_DL
+  return kernels_internal::kInterleaveRows;
+#elif HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+  return kernels_internal::kAvx2PanelRows;
+#else
+  return 0;
+#endif
+}
 
 // Quantizes num_tokens rows of x into the QuantLayout records at `out`.
 void PackQuantImpl(size_t cols, const float* x, size_t x_stride, size_t num_tokens,
@@ -732,7 +746,7 @@ HWY_AFTER_NAMESPACE();
 namespace fgemma {
 HWY_EXPORT(MatMulQuantImpl);
 HWY_EXPORT(PackQuantImpl);
-HWY_EXPORT(InterleavedKernelAvailableImpl);
+HWY_EXPORT(X86PanelRowsImpl);
 
 namespace kernels_internal {
 void MatMulQuant(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
@@ -742,9 +756,8 @@ void MatMulQuant(const KernelMatrix& w, const Activations& a, float* y, size_t y
 void PackQuant(size_t cols, const float* x, size_t x_stride, size_t num_tokens, uint8_t* out) {
   HWY_DYNAMIC_DISPATCH(PackQuantImpl)(cols, x, x_stride, num_tokens, out);
 }
-bool InterleavedKernelAvailable() {
-  return ArmDotActive() || HWY_DYNAMIC_DISPATCH(InterleavedKernelAvailableImpl)();
-}
+size_t X86PanelRows() { return HWY_DYNAMIC_DISPATCH(X86PanelRowsImpl)(); }
+bool InterleavedKernelAvailable() { return ArmDotActive() || X86PanelRows() > 0; }
 }  // namespace kernels_internal
 }  // namespace fgemma
 #endif  // HWY_ONCE
