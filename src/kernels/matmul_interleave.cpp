@@ -41,7 +41,7 @@ PanelFormat ActivePanelFormat() {
 
 size_t InterleavedWeightBytes(const TensorView& w) {
   if (w.dtype == DType::kBF16) return Bf16PanelWeightBytes(w);  // NEON_BF16 only (matmul_bf16.cpp)
-  if (UsesExpandedRows(w.dtype)) return w.rows * ExpandedRowBytes(w.cols);  // on every target
+  if (UsesExpandedRows(w.dtype) && !X86PanelType(w.dtype)) return w.rows * ExpandedRowBytes(w.cols);
   if (!DTypeIsQuantized(w.dtype) || w.cols % kBlockValues != 0 || !InterleavedKernelAvailable()) return 0;
   const PanelFormat f = ActivePanelFormat();
   const size_t rows = f.rows(w.dtype);
@@ -53,7 +53,7 @@ void InterleaveWeights(const TensorView& w, void* out) {
     FillBf16Panels(w, out);
     return;
   }
-  if (UsesExpandedRows(w.dtype)) {
+  if (UsesExpandedRows(w.dtype) && !X86PanelType(w.dtype)) {
     ExpandRows(w, 0, w.rows, static_cast<uint8_t*>(out));
     return;
   }
@@ -69,6 +69,44 @@ void InterleaveWeightsPortable(const TensorView& w, void* out) {
   InterleaveRowsPortable(w, ActivePanelFormat(), 0, static_cast<uint8_t*>(out));
 }
 
+namespace {
+// The level panels (matmul_internal.h) of rows [first, w.rows) from their expanded rows.
+void FillLevelPanels(const TensorView& w, const PanelFormat& f, size_t first, uint8_t* dst) {
+  const size_t nb = w.cols / kBlockValues, rows = f.rows(w.dtype), group_bytes = f.block_bytes(w.dtype);
+  const size_t panels = (w.rows - first + rows - 1) / rows;
+  const bool fifth = LevelPanelRowBytes(w.dtype) > 24;
+  std::memset(dst, 0, panels * f.panel_bytes(w.dtype, w.cols));  // padded rows: levels, scales, mins 0
+  std::vector<uint8_t> expanded(ExpandedRowBytes(w.cols));
+  const size_t scales_at = w.cols, mins_at = w.cols + w.cols / 4;
+  for (size_t r = first; r < w.rows; ++r) {
+    ExpandRows(w, r, r + 1, expanded.data());
+    const size_t lane = (r - first) % rows;
+    uint8_t* panel = dst + (r - first) / rows * f.panel_bytes(w.dtype, w.cols);
+    for (size_t b = 0; b < nb; ++b) {
+      const uint8_t* level = expanded.data() + b * kBlockValues;  // 0..31: these types have no offset
+      uint8_t* block = panel + b * group_bytes;
+      for (size_t g = 0; g < 4; ++g) {
+        for (size_t i = 0; i < 4; ++i) {
+          const uint8_t lo = level[4 * g + i], hi = level[16 + 4 * g + i];
+          block[(g * rows + lane) * 4 + i] = static_cast<uint8_t>((lo & 15) | (hi & 15) << 4);
+        }
+      }
+      size_t at = 16 * rows;
+      if (fifth) {
+        for (size_t i = 0; i < 4; ++i) {
+          uint8_t bits = 0;
+          for (size_t g = 0; g < 8; ++g) bits |= static_cast<uint8_t>((level[4 * g + i] >> 4 & 1) << g);
+          block[at + lane * 4 + i] = bits;
+        }
+        at += 4 * rows;
+      }
+      std::memcpy(block + at + lane * 4, expanded.data() + scales_at + 8 * b, 4);  // the block's (first) scale
+      std::memcpy(block + at + 4 * rows + lane * 4, expanded.data() + mins_at + 4 * b, 4);
+    }
+  }
+}
+}  // namespace
+
 // Rows [first, w.rows) (first a multiple of the panel rows) into the panels from `dst` on.
 void InterleaveRowsPortable(const TensorView& w, const PanelFormat& f, size_t first, uint8_t* dst) {
   if (first >= w.rows) return;
@@ -79,6 +117,10 @@ void InterleaveRowsPortable(const TensorView& w, const PanelFormat& f, size_t fi
   const bool q8 = w.dtype == DType::kQ8_0;
   const size_t rows = f.rows(w.dtype);
   const size_t panels = (w.rows - first + rows - 1) / rows;
+  if (LevelPanelRowBytes(w.dtype) > 0) {
+    FillLevelPanels(w, f, first, dst);
+    return;
+  }
   // Padded rows: scale 0, weights 0 (paired q4_0: nibble 8 stored for w = 0 in a low nibble).
   std::memset(dst, 0, panels * panel_bytes);
   if (!q8 && f.q4_paired) {
@@ -115,6 +157,19 @@ void InterleaveRowsPortable(const TensorView& w, const PanelFormat& f, size_t fi
         continue;
       }
       uint8_t* q = panel + scale_bytes + b * group_bytes + lane * 4;
+      if (w.dtype == DType::kQ5_0) {
+        // The nibbles as q4_0's (without the scale: the block's qh, then q), the fifth bits after them:
+        // bit g of byte i of this row's 4 = bit 4g + i of qh.
+        uint32_t qh;
+        std::memcpy(&qh, blk + 2, 4);
+        for (size_t g = 0; g < 4; ++g) std::memcpy(q + g * rows * 4, blk + 6 + 4 * g, 4);
+        for (size_t i = 0; i < 4; ++i) {
+          uint8_t bits = 0;
+          for (size_t g = 0; g < 8; ++g) bits |= static_cast<uint8_t>((qh >> (4 * g + i) & 1) << g);
+          q[4 * rows * 4 + i] = bits;
+        }
+        continue;
+      }
       // q8_0: 8 groups of 4 signed bytes (VNNI: stored as w + 128, each sign bit flipped); q4_0: 4
       // groups of 4 bytes (each byte holds an element of group j and of group j + 4).
       const uint32_t flip = q8 ? f.q8_flip : f.q4_flip;
@@ -219,7 +274,7 @@ KernelMatrix RowSlice(const KernelMatrix& w, size_t r0, size_t r1) {
     }
     return s;
   }
-  if (kernels_internal::UsesExpandedRows(w.dtype)) {  // one row a "panel"
+  if (kernels_internal::UsesExpandedRows(w.dtype) && !kernels_internal::X86PanelType(w.dtype)) {  // a row a "panel"
     if (w.repacked != nullptr)
       s.repacked = static_cast<const uint8_t*>(w.repacked) + r0 * kernels_internal::ExpandedRowBytes(w.cols);
     return s;
@@ -285,7 +340,8 @@ void LookupRow(const KernelMatrix& w, size_t r, float* out) {
 }
 
 void MatMulRows(const KernelMatrix& w, const Activations& a, std::span<const int32_t> rows, float* y) {
-  if (w.repacked == nullptr || kernels_internal::UsesExpandedRows(w.dtype)) {  // rows computed one by one
+  if (w.repacked == nullptr ||
+      (kernels_internal::UsesExpandedRows(w.dtype) && !kernels_internal::X86PanelType(w.dtype))) {  // one by one
     for (size_t i = 0; i < rows.size(); ++i) {
       const size_t row = static_cast<size_t>(rows[i]);
       MatMul(RowSlice(w, row, row + 1), a, y + i, 0, 0, 1);

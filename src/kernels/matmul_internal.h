@@ -64,10 +64,33 @@ bool InterleavedKernelAvailable();  // the running target has the interleaved ke
 //   uint16_t scale[nb][8]           f16 block scales (region padded to 64 bytes)
 //   q8_0: int8_t q[nb][8][8][4]     group g of row r at [b][g][r]
 //   q4_0: uint8_t q[nb][4][8][4]    byte i of [b][j][r]: low nibble element 4j + i, high 16 + 4j + i
+//   q5_0: the q4_0 bytes of the low four bits of each level + 16, then uint8_t high[nb][8][4]: bit j
+//         of byte i of row r is the fifth bit of element 4j + i (160 bytes a block: as stored)
+//   q4_1, q5_1, q4_K, q5_K ("level panels", made from the expanded rows below): per 32-value block
+//         the q4_0 bytes of each level's low four bits, the fifth bits as q5_0's (5-bit types), then
+//         float scale[8] and float min[8] (the expanded row's scale and minimum of the block); no
+//         scale region before the blocks.
+// These types (and q5_0) are computed from the panels whatever the product (stored rows become
+// panels on the fly), so their bits do not depend on the layout they were read from.
 constexpr size_t kAvx2PanelRows = 8;
+// Bytes of one 32-value block of one row in the level panels (0: not a level-panel type).
+constexpr size_t LevelPanelRowBytes(DType type) {
+  switch (type) {
+    case DType::kQ4_1:
+    case DType::kQ4_K: return 16 + 8;  // nibbles, scale, min
+    case DType::kQ5_1:
+    case DType::kQ5_K: return 16 + 4 + 8;  // nibbles, fifth bits, scale, min
+    default: return 0;
+  }
+}
 // Rows a panel of the running x86 target's interleaved kernels: 16 (AVX-512 VNNI), 8 (AVX2, AVX3),
 // 0 (none: other targets, or an Arm build's Highway targets).
 size_t X86PanelRows();
+// The type is computed from the running x86 target's panels (rather than an expanded copy).
+inline bool X86PanelType(DType type) {
+  if (type == DType::kQ8_0 || type == DType::kQ4_0) return X86PanelRows() > 0;
+  return (type == DType::kQ5_0 || LevelPanelRowBytes(type) > 0) && X86PanelRows() == kAvx2PanelRows;
+}
 // Bytes of one block's values for the panel's 16 rows (the block minus its scale, 16 times).
 constexpr size_t InterleavedBlockBytes(DType type) {
   return kInterleaveRows * (DTypeBlockBytes(type) - kQuantBlockScaleBytes);
@@ -102,9 +125,13 @@ struct PanelFormat {
   bool q4_paired;      // q4_0 in the paired 8-row layout above
   size_t rows(DType type) const { return type == DType::kQ4_0 ? q4_rows : q8_rows; }
   size_t scale_bytes(DType type, size_t cols) const {
+    if (LevelPanelRowBytes(type) > 0) return 0;  // in each block
     return (cols / kQuantBlockValues * rows(type) * scale_size + 63) / 64 * 64;
   }
-  size_t block_bytes(DType type) const { return rows(type) * (DTypeBlockBytes(type) - kQuantBlockScaleBytes); }
+  size_t block_bytes(DType type) const {
+    if (LevelPanelRowBytes(type) > 0) return rows(type) * LevelPanelRowBytes(type);
+    return rows(type) * (DTypeBlockBytes(type) - kQuantBlockScaleBytes);
+  }
   size_t panel_bytes(DType type, size_t cols) const {
     return scale_bytes(type, cols) + cols / kQuantBlockValues * block_bytes(type);
   }

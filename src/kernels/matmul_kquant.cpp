@@ -1,4 +1,5 @@
-// MatMul for q4_1, q5_0, q5_1, q4_K, q5_K and q6_K weights: the expanded rows of
+// MatMul for q4_1, q5_0, q5_1, q4_K, q5_K and q6_K weights (on AVX2 only q6_K: the others take the
+// 8-row panels of kernels/quant_panels_avx2-inl.h, X86PanelType): the expanded rows of
 // kernels/matmul_internal.h (int8 levels, a float scale per 16 values, a float minimum per 32)
 // against the int8 packed activations every quantized type shares (QuantLayout).
 //

@@ -1,5 +1,5 @@
 // MatMul for q8_0 / q4_0 weights on activations quantized per 32-block to int8 (see QuantLayout in
-// matmul_internal.h), plus the activation packing.
+// matmul_internal.h), plus the activation packing; on AVX2 also every type X86PanelType names.
 //
 // Math (all targets): y = sum_b dw_b * dx_b * sum_{k in b} wq_k * xq_k, the inner sums exact in
 // int32, then scaled and accumulated in float32. Against the float reference (dequantized weights
@@ -14,10 +14,14 @@
 //   AVX3_DL (AVX-512 VNNI): 64 bytes = two blocks per vector; vpdpbusd on (w + 128) as u8 x xq as
 //                           s8, each int32 lane starting from the packed correction -128 * sum(xq);
 //                           4 rows x 4 tokens register tile.
-//   AVX2, AVX3:             one block per 256-bit vector; maddubs(|w|, sign(xq, w)) + madd.
+//   AVX2, AVX3:             8-row panels at load (kernels/quant_panels_avx2-inl.h: also q5_0 and the
+//                           level-panel types); without them one block per 256-bit vector,
+//                           maddubs(|w|, sign(xq, w)) + madd.
 //   NEON:                   vdotq_s32 when built with the dotprod extension, else vmull_s8/vpadalq.
 //   Others (SSE4, scalar):  portable Highway code, int16 widening multiply-accumulate.
 #include "kernels/simd_config.h"
+
+#include <vector>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/matmul_quant.cpp"
@@ -604,13 +608,29 @@ void MatMulQuantT(const KernelMatrix& w, const Activations& a, float* y, size_t 
     return;
   }
 #endif
-  using K = QuantKernel<kType>;
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
   if (w.repacked != nullptr && row_begin % kernels_internal::kAvx2PanelRows == 0) {
     Avx2PanelKernel<kType>::Run(QuantJob(w, a, y, y_stride), static_cast<const uint8_t*>(w.repacked), row_begin,
                                 row_end, a.num_tokens);
     return;
   }
+  if constexpr (!DTypeIsQ8OrQ4_0(kType)) {
+    // Only the panel kernel computes q5_0 and the level-panel types here: stored rows become panels in
+    // per-thread scratch, 64 rows at a time (products without the load-time copy: FGEMMA_INTERLEAVE=0,
+    // slices off a panel), so the bits never depend on the layout.
+    constexpr size_t kChunkRows = 64;
+    const kernels_internal::PanelFormat f = kernels_internal::Avx2PanelFormat();
+    thread_local std::vector<uint8_t> scratch;
+    scratch.resize(f.panel_bytes(kType, w.cols) * (kChunkRows / kernels_internal::kAvx2PanelRows));
+    for (size_t r0 = row_begin; r0 < row_end; r0 += kChunkRows) {
+      const size_t r1 = HWY_MIN(row_end, r0 + kChunkRows);
+      KernelMatrix chunk = RowSlice(w, r0, r1);
+      kernels_internal::InterleaveWeights(chunk, scratch.data());
+      Avx2PanelKernel<kType>::Run(QuantJob(chunk, a, y + r0, y_stride), scratch.data(), 0, r1 - r0, a.num_tokens);
+    }
+    return;
+  } else {
+  using K = QuantKernel<kType>;
   // Decode: one row at a time streams a single run of weights past the hardware prefetcher; two rows
   // interleaved (the prefill tile's) read the 270m's q8_0 head at 9-10 GB/s on one thread, one row
   // at 12-16 (the same bits: each output's operations do not depend on the tile).
@@ -618,8 +638,12 @@ void MatMulQuantT(const KernelMatrix& w, const Activations& a, float* y, size_t 
     TileMatMul<K, 1, 1>(QuantJob(w, a, y, y_stride), row_begin, row_end, a.num_tokens);
     return;
   }
-#endif
   TileMatMul<K, K::kRows, K::kTokens>(QuantJob(w, a, y, y_stride), row_begin, row_end, a.num_tokens);
+  }
+#else
+  using K = QuantKernel<kType>;
+  TileMatMul<K, K::kRows, K::kTokens>(QuantJob(w, a, y, y_stride), row_begin, row_end, a.num_tokens);
+#endif
 }
 
 }  // namespace
@@ -629,6 +653,14 @@ void MatMulQuantImpl(const KernelMatrix& w, const Activations& a, float* y, size
   switch (w.dtype) {
     case DType::kQ8_0: return MatMulQuantT<DType::kQ8_0>(w, a, y, y_stride, row_begin, row_end);
     case DType::kQ4_0: return MatMulQuantT<DType::kQ4_0>(w, a, y, y_stride, row_begin, row_end);
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+    // X86PanelType: q5_0 and the level panels
+    case DType::kQ5_0: return MatMulQuantT<DType::kQ5_0>(w, a, y, y_stride, row_begin, row_end);
+    case DType::kQ4_1: return MatMulQuantT<DType::kQ4_1>(w, a, y, y_stride, row_begin, row_end);
+    case DType::kQ5_1: return MatMulQuantT<DType::kQ5_1>(w, a, y, y_stride, row_begin, row_end);
+    case DType::kQ4_K: return MatMulQuantT<DType::kQ4_K>(w, a, y, y_stride, row_begin, row_end);
+    case DType::kQ5_K: return MatMulQuantT<DType::kQ5_K>(w, a, y, y_stride, row_begin, row_end);
+#endif
     default: HWY_ASSERT(false);
   }
 }

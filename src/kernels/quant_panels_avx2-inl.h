@@ -13,6 +13,10 @@
 //         madd into int32; the block's int32 sum starts from -8 * s_b (the packed record's start).
 //   q8_0: signed values: maddubs(|w|, sign(x, w)) (|w| <= 128, |x| <= 127: a pair sums to at most
 //         32,512, so no saturation) and madd into int32 per group.
+//   q5_0: the q4_0 nibbles plus a plane of fifth bits (bit j of byte 4r + i: element 4j + i of row r),
+//         so level + 16 = nibble | 16 * bit is unsigned (0..31): maddubs as q4_0, but only 4 groups'
+//         int16 sums fit (4 x 2 x 31 x 127 = 31,496), so two madds a block; the sum starts from
+//         -16 s_b. This is the per-block fold of MatMulKQuantArmReference (q5_0's scale is d alone).
 // Against the stored-layout tile (one row's block a vector, then a float per 4 values) this takes
 // about a third of the instructions a multiply-add for q4_0 and two thirds for q8_0.
 //
@@ -41,17 +45,48 @@ namespace HWY_NAMESPACE {
 template <DType kType>
 struct Avx2PanelKernel {
   static constexpr size_t kRows = kernels_internal::kAvx2PanelRows;
-  static constexpr bool kQ4 = kType == DType::kQ4_0;
+  static constexpr bool kQ4 = kType == DType::kQ4_0, kQ5 = kType == DType::kQ5_0;
+  // The level panels: unsigned levels with a float scale and minimum in each block.
+  static constexpr bool kMins = kernels_internal::LevelPanelRowBytes(kType) > 0;
+  static constexpr bool kFifth = kQ5 || kType == DType::kQ5_1 || kType == DType::kQ5_K;
   // Bytes of one block's values for the panel's rows, and where a token's block sum starts.
-  static constexpr size_t kGroupBytes = kRows * (DTypeBlockBytes(kType) - kQuantBlockScaleBytes);
-  static constexpr size_t kBsumIndex = kQ4 ? 1 : 0;  // -8 s_b (q4_0) or -128 s_b (unused by q8_0)
+  static constexpr size_t kGroupBytes = kMins ? kRows * kernels_internal::LevelPanelRowBytes(kType)
+                                             : kRows * (DTypeBlockBytes(kType) - kQuantBlockScaleBytes);
+  static constexpr size_t kBsumIndex = kQ4 || kQ5 ? 1 : 0;  // -8 s_b (q4_0; q5_0 doubles it), -128 s_b unused
 
   // The block's int32 dot products (lane = row) of kT tokens, from the block's values at qb.
   template <size_t kT>
   static HWY_INLINE void BlockDots(const uint8_t* qb, const uint8_t* const (&x)[kT], size_t q_at, size_t start_at,
                                    __m256i (&dots)[kT]) {
     const __m256i ones = _mm256_set1_epi16(1);
-    if constexpr (kQ4) {
+    if constexpr (kFifth) {
+      const __m256i low = _mm256_set1_epi8(15), fifth = _mm256_set1_epi8(16);
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + 128));
+      __m256i sums[2][kT];
+#pragma GCC unroll 8
+      for (size_t i = 0; i < 8; ++i) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + 32 * (i % 4)));
+        const __m256i nib = _mm256_and_si256(i < 4 ? v : _mm256_srli_epi16(v, 4), low);
+        // Bit i of each byte to bit 4 (16-bit shifts: the mask drops what crossed a byte).
+        const __m256i high = i <= 4 ? _mm256_slli_epi16(bits, static_cast<int>(4 - i))
+                                    : _mm256_srli_epi16(bits, static_cast<int>(i - 4));
+        const __m256i g = _mm256_or_si256(nib, _mm256_and_si256(high, fifth));
+#pragma GCC unroll 8
+        for (size_t t = 0; t < kT; ++t) {
+          int32_t four;
+          std::memcpy(&four, x[t] + q_at + 4 * i, 4);
+          const __m256i p = _mm256_maddubs_epi16(g, _mm256_set1_epi32(four));
+          sums[i / 4][t] = i % 4 == 0 ? p : _mm256_add_epi16(sums[i / 4][t], p);
+        }
+      }
+#pragma GCC unroll 8
+      for (size_t t = 0; t < kT; ++t) {
+        int32_t start;
+        std::memcpy(&start, x[t] + start_at, 4);
+        const __m256i both = _mm256_add_epi32(_mm256_madd_epi16(sums[0][t], ones), _mm256_madd_epi16(sums[1][t], ones));
+        dots[t] = kQ5 ? _mm256_add_epi32(both, _mm256_set1_epi32(2 * start)) : both;  // q5_0: level + 16
+      }
+    } else if constexpr (kQ4 || kMins) {
       const __m256i low = _mm256_set1_epi8(15);
       __m256i sums[kT];
 #pragma GCC unroll 8
@@ -71,7 +106,8 @@ struct Avx2PanelKernel {
       for (size_t t = 0; t < kT; ++t) {
         int32_t start;
         std::memcpy(&start, x[t] + start_at, 4);
-        dots[t] = _mm256_add_epi32(_mm256_madd_epi16(sums[t], ones), _mm256_set1_epi32(start));
+        const __m256i dot = _mm256_madd_epi16(sums[t], ones);
+        dots[t] = kQ4 ? _mm256_add_epi32(dot, _mm256_set1_epi32(start)) : dot;  // q4_0: w + 8
       }
     } else {
 #pragma GCC unroll 8
@@ -111,6 +147,24 @@ struct Avx2PanelKernel {
       }
       __m256i dots[kT];
       BlockDots<kT>(qb, x, b * 32, job.bsum_offset + (b * 2 + kBsumIndex) * 4, dots);
+      if constexpr (kMins) {
+        // MatMulKQuantArmReference's fold: the block's scaled dot, then its minimum times the token's
+        // t_b = dx_b * s_b (KQuantMinWeights: s_b from the record's -128 s_b).
+        constexpr size_t kScalesAt = kGroupBytes - 2 * 4 * kRows;  // float scale[8], then min[8]
+        const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(qb + kScalesAt));
+        const __m256 min = _mm256_loadu_ps(reinterpret_cast<const float*>(qb + kScalesAt + 4 * kRows));
+#pragma GCC unroll 8
+        for (size_t t = 0; t < kT; ++t) {
+          float dx;
+          int32_t start;
+          std::memcpy(&dx, x[t] + job.d8_offset + b * 32, 4);
+          std::memcpy(&start, x[t] + job.bsum_offset + b * 8, 4);
+          const float t_b = dx * static_cast<float>(start / -128);
+          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[t]), _mm256_mul_ps(scale, _mm256_set1_ps(dx)), acc[t]);
+          acc[t] = _mm256_fmadd_ps(min, _mm256_set1_ps(t_b), acc[t]);
+        }
+        continue;
+      }
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * 16)));
 #pragma GCC unroll 8
       for (size_t t = 0; t < kT; ++t) {
@@ -136,19 +190,25 @@ struct Avx2PanelKernel {
     if constexpr (kT > 1) Tokens<kT / 2>(job, panel, scale_bytes, row, valid, t, t_end);
   }
 
-  // Rows [row_begin, row_end) (row_begin a multiple of kRows) of the panels at `panels`. Tokens go in
-  // blocks whose records stay in L2 while the slice's panels pass over them; a panel stays in L1
-  // for the block's token tiles.
+  // Rows [row_begin, row_end) (row_begin a multiple of kRows) of the panels at `panels`, blocked twice:
+  // panels in chunks that stay in L2 (~128 KB), and within a chunk tokens in blocks whose records
+  // stay in L1 (~24 KB) while the chunk's panels pass over them. Each token tile then reads its
+  // activations from L1 and each panel comes from L2 once per token block (with the records in L2
+  // instead, a 512-token prefill ran ~45 % slower a token than 16 tokens did).
   static void Run(const TileJob& job, const uint8_t* panels, size_t row_begin, size_t row_end, size_t num_tokens) {
     const kernels_internal::PanelFormat f = kernels_internal::Avx2PanelFormat();
     const size_t panel_bytes = f.panel_bytes(kType, job.cols), scale_bytes = f.scale_bytes(kType, job.cols);
     constexpr size_t kTileTokens = 4;
-    const size_t block = TokensPerBlock(job.x_stride, kTileTokens, 256 * 1024);
-    for (size_t t0 = 0; t0 < num_tokens; t0 += block) {
-      const size_t t1 = HWY_MIN(num_tokens, t0 + block);
-      for (size_t r = row_begin; r < row_end; r += kRows) {
-        const uint8_t* panel = panels + r / kRows * panel_bytes;
-        Tokens<kTileTokens>(job, panel, scale_bytes, r, HWY_MIN(kRows, row_end - r), t0, t1);
+    const size_t token_block = TokensPerBlock(job.x_stride, kTileTokens, 24 * 1024);
+    const size_t chunk_rows = HWY_MAX(size_t{1}, (128 * 1024) / panel_bytes) * kRows;
+    for (size_t r0 = row_begin; r0 < row_end; r0 += chunk_rows) {
+      const size_t r1 = HWY_MIN(row_end, r0 + chunk_rows);
+      for (size_t t0 = 0; t0 < num_tokens; t0 += token_block) {
+        const size_t t1 = HWY_MIN(num_tokens, t0 + token_block);
+        for (size_t r = r0; r < r1; r += kRows) {
+          const uint8_t* panel = panels + r / kRows * panel_bytes;
+          Tokens<kTileTokens>(job, panel, scale_bytes, r, HWY_MIN(kRows, r1 - r), t0, t1);
+        }
       }
     }
   }

@@ -48,7 +48,11 @@ Weights MakeWeights(DType type, size_t rows, size_t cols, size_t offset, bool ex
     EXPECT_TRUE(QuantizeRow(type, x.data(), cols, w.storage.data() + offset + r * w.view.row_bytes()).ok());
   }
   if (expanded) {
-    EXPECT_EQ(InterleavedWeightBytes(w.view), rows * ExpandedRowBytes(cols));
+    // The expanded copy, or (q5_0 on AVX2) 8-row panels of the same bytes as stored.
+    const size_t bytes = kernels_internal::X86PanelType(type)
+                             ? (rows + 7) / 8 * kernels_internal::Avx2PanelFormat().panel_bytes(type, cols)
+                             : rows * ExpandedRowBytes(cols);
+    EXPECT_EQ(InterleavedWeightBytes(w.view), bytes);
     w.copy.resize(InterleavedWeightBytes(w.view) + 1);
     InterleaveWeights(w.view, w.copy.data() + 1);  // misaligned too
     w.view.repacked = w.copy.data() + 1;
@@ -175,7 +179,9 @@ TEST_P(KQuantTarget, BatchSplitAndLayoutGiveTheSameBits) {
       const Activations& one = token.a;
       for (size_t r = 0; r < rows; r += 7) {
         const KernelMatrix slice = RowSlice(copy.view, r, std::min(rows, r + 7));
-        ASSERT_NE(slice.repacked, nullptr);
+        // A slice keeps the copy unless it starts inside a panel (then its rows become panels on the fly).
+        if (!kernels_internal::X86PanelType(type) || r % kernels_internal::kAvx2PanelRows == 0)
+          ASSERT_NE(slice.repacked, nullptr);
         std::vector<float> y(slice.rows);
         MatMul(slice, one, y.data(), 0, 0, slice.rows);
         for (size_t i = 0; i < slice.rows; ++i) ASSERT_EQ(y[i], whole[t * rows + r + i]) << DTypeName(type);
@@ -252,16 +258,20 @@ TEST_P(KQuantTarget, StoredBlocksEqualTheExpandedCopyBitForBit) {
 }
 
 // On Arm (every target this CPU runs: NEON, NEON_DOTPROD, NEON_I8MM), the kernels of
-// kernels/arm_kquant-inl.h give the bits of their scalar fold, MatMulKQuantArmReference: row counts
-// around the 4-row groups, token counts around the token tiles, slices starting off a group, misaligned
-// expanded copies and outputs, the stored layout.
-TEST_P(KQuantTarget, ArmKernelsEqualTheirReferenceBitForBit) {
-  if (!kernels_internal::ArmKQuantActive()) GTEST_SKIP() << "no Arm kernel for these types on " << GetParam();
+// kernels/arm_kquant-inl.h, and on AVX2 the q5_0 panels (kernels/quant_panels_avx2-inl.h), give the
+// bits of their scalar per-block fold, MatMulKQuantArmReference: row counts around the 4-row groups
+// and 8-row panels, token counts around the token tiles, slices starting off a group or panel,
+// misaligned copies and outputs, the stored layout.
+TEST_P(KQuantTarget, PerBlockFoldKernelsEqualTheirReferenceBitForBit) {
+  const bool arm = kernels_internal::ArmKQuantActive();
+  if (!arm && !kernels_internal::X86PanelType(DType::kQ5_0))
+    GTEST_SKIP() << "no per-block fold kernel for these types on " << GetParam();
   std::mt19937 rng(37);
   for (DType type : kTypes) {
+    if (!arm && !kernels_internal::X86PanelType(type)) continue;
     for (size_t shape = 0; shape < 3; ++shape) {
       const size_t cols = ColsFor(type, shape);
-      for (size_t rows : {size_t{1}, size_t{3}, size_t{4}, size_t{9}}) {
+      for (size_t rows : {size_t{1}, size_t{3}, size_t{4}, size_t{9}, size_t{17}}) {
         for (size_t tokens : {size_t{1}, size_t{2}, size_t{5}, size_t{6}}) {
           if (shape == 1 && tokens > 2) continue;  // the widest shape: enough with two
           Weights w = MakeWeights(type, rows, cols, rows % 3, tokens % 2 == 1, rng);
