@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/matmul.h"
 
@@ -191,6 +192,15 @@ void MatMulKQuantArmReference(const KernelMatrix& w, const Activations& a, float
 bool ArmKQuantActive();
 // t[b] = dx_b * s_b of one token's packed record, as the Arm kernels and their reference use it.
 void KQuantMinWeights(const QuantLayout& layout, const uint8_t* record, float* t);
+// One block's t_b = dx_b * s_b from a packed record (s_b from its -128 s_b start): KQuantMinWeights'
+// value, for kernels that compute it where they use it.
+inline float BlockMinWeight(const uint8_t* record, size_t d8_offset, size_t bsum_offset, size_t b) {
+  float dx;
+  int32_t start;
+  std::memcpy(&dx, record + d8_offset + 32 * b, 4);
+  std::memcpy(&start, record + bsum_offset + 8 * b, 4);
+  return dx * static_cast<float>(start / -128);
+}
 
 // ---------------------------------------------------------------- bf16 weights on bfdot / bfmmla
 // On NEON_BF16 (aarch64 with FEAT_BF16, kernels/cpu_features.h) bf16 matrices are repacked into

@@ -341,13 +341,7 @@ HWY_EXPORT(MatMulStoredImpl);
 
 namespace kernels_internal {
 void KQuantMinWeights(const QuantLayout& layout, const uint8_t* record, float* t) {
-  for (size_t b = 0; b < layout.blocks; ++b) {
-    float dx;
-    int32_t start;
-    std::memcpy(&dx, record + layout.d8_offset + 32 * b, 4);
-    std::memcpy(&start, record + layout.bsum_offset + 8 * b, 4);
-    t[b] = dx * static_cast<float>(start / -128);
-  }
+  for (size_t b = 0; b < layout.blocks; ++b) t[b] = BlockMinWeight(record, layout.d8_offset, layout.bsum_offset, b);
 }
 
 namespace {

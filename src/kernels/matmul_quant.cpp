@@ -629,21 +629,20 @@ void MatMulQuantT(const KernelMatrix& w, const Activations& a, float* y, size_t 
       Avx2PanelKernel<kType>::Run(QuantJob(chunk, a, y + r0, y_stride), scratch.data(), 0, r1 - r0, a.num_tokens);
     }
     return;
-  } else {
-  using K = QuantKernel<kType>;
+  }
   // Decode: one row at a time streams a single run of weights past the hardware prefetcher; two rows
   // interleaved (the prefill tile's) read the 270m's q8_0 head at 9-10 GB/s on one thread, one row
   // at 12-16 (the same bits: each output's operations do not depend on the tile).
   if (a.num_tokens == 1) {
-    TileMatMul<K, 1, 1>(QuantJob(w, a, y, y_stride), row_begin, row_end, a.num_tokens);
+    TileMatMul<QuantKernel<kType>, 1, 1>(QuantJob(w, a, y, y_stride), row_begin, row_end, a.num_tokens);
     return;
   }
-  TileMatMul<K, K::kRows, K::kTokens>(QuantJob(w, a, y, y_stride), row_begin, row_end, a.num_tokens);
-  }
-#else
-  using K = QuantKernel<kType>;
-  TileMatMul<K, K::kRows, K::kTokens>(QuantJob(w, a, y, y_stride), row_begin, row_end, a.num_tokens);
 #endif
+  // The stored blocks (q8_0 / q4_0 only: the other types reach here only on AVX2, above).
+  if constexpr (DTypeIsQ8OrQ4_0(kType)) {
+    using K = QuantKernel<kType>;
+    TileMatMul<K, K::kRows, K::kTokens>(QuantJob(w, a, y, y_stride), row_begin, row_end, a.num_tokens);
+  }
 }
 
 }  // namespace

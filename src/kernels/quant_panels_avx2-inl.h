@@ -149,17 +149,15 @@ struct Avx2PanelKernel {
       BlockDots<kT>(qb, x, b * 32, job.bsum_offset + (b * 2 + kBsumIndex) * 4, dots);
       if constexpr (kMins) {
         // MatMulKQuantArmReference's fold: the block's scaled dot, then its minimum times the token's
-        // t_b = dx_b * s_b (KQuantMinWeights: s_b from the record's -128 s_b).
+        // t_b = dx_b * s_b (BlockMinWeight, KQuantMinWeights' value).
         constexpr size_t kScalesAt = kGroupBytes - 2 * 4 * kRows;  // float scale[8], then min[8]
         const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(qb + kScalesAt));
         const __m256 min = _mm256_loadu_ps(reinterpret_cast<const float*>(qb + kScalesAt + 4 * kRows));
 #pragma GCC unroll 8
         for (size_t t = 0; t < kT; ++t) {
           float dx;
-          int32_t start;
           std::memcpy(&dx, x[t] + job.d8_offset + b * 32, 4);
-          std::memcpy(&start, x[t] + job.bsum_offset + b * 8, 4);
-          const float t_b = dx * static_cast<float>(start / -128);
+          const float t_b = kernels_internal::BlockMinWeight(x[t], job.d8_offset, job.bsum_offset, b);
           acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[t]), _mm256_mul_ps(scale, _mm256_set1_ps(dx)), acc[t]);
           acc[t] = _mm256_fmadd_ps(min, _mm256_set1_ps(t_b), acc[t]);
         }
