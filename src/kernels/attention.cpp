@@ -174,6 +174,19 @@ HWY_INLINE void ScoresT(const float* q, size_t q_stride, const KvRun* runs, size
       return;
     }
   }
+  if constexpr (G == 4 && !kThirtyTwoVectorRegisters) {
+    // Sixteen registers: two keys a pass with the chains one after the other (8 accumulators, the
+    // group's 4 query vectors and a key; ScoreKeys<4, 2> would need 22 and spill).
+    if (hd % (2 * hn::Lanes(hn::ScalableTag<float>())) == 0) {
+      ForKeyTiles<2>(
+          runs, num_runs, kv_stride,
+          [&](const float* const* keys, size_t j) { ScoreKeysByChain<G, 2>(q, q_stride, keys, hd, scores, scores_stride, j); },
+          [&](const float* const* keys, size_t n, size_t j) {
+            for (size_t kk = 0; kk < n; ++kk) ScoreKeys<G, 1>(q, q_stride, keys + kk, hd, scores, scores_stride, j + kk);
+          });
+      return;
+    }
+  }
   // Two keys per pass share the query loads while 2 * G * 2 accumulators fit in registers.
   constexpr size_t kK = G <= 4 ? 2 : 1;
   ForKeyTiles<kK>(
@@ -213,7 +226,9 @@ HWY_INLINE void MixT(const float* p, size_t p_stride, const KvRun* runs, size_t 
                      float* out, size_t out_stride, bool accumulate) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
-  constexpr size_t kV = G <= 4 ? 4 : 2;  // G * kV accumulators stay within 16 registers
+  // G * kV accumulators, kV value vectors and a weight within the registers (16 on AVX2, SSE4 and
+  // AArch32 NEON: 4 x 4 would spill there). A column's sum is the same whatever kV.
+  constexpr size_t kV = kThirtyTwoVectorRegisters ? (G <= 4 ? 4 : 2) : (G <= 2 ? 4 : G <= 4 ? 2 : 1);
   size_t c = 0;
   for (; c + kV * N <= hd; c += kV * N) MixColumns<G, kV>(p, p_stride, runs, num_runs, kv_stride, c, out, out_stride, accumulate);
   for (; c + N <= hd; c += N) MixColumns<G, 1>(p, p_stride, runs, num_runs, kv_stride, c, out, out_stride, accumulate);
