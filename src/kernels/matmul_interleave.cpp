@@ -74,7 +74,7 @@ namespace {
 void FillLevelPanels(const TensorView& w, const PanelFormat& f, size_t first, uint8_t* dst) {
   const size_t nb = w.cols / kBlockValues, rows = f.rows(w.dtype), group_bytes = f.block_bytes(w.dtype);
   const size_t panels = (w.rows - first + rows - 1) / rows;
-  const bool fifth = LevelPanelRowBytes(w.dtype) > 24;
+  const bool six = w.dtype == DType::kQ6_K, fifth = !six && LevelPanelRowBytes(w.dtype) > 24;
   std::memset(dst, 0, panels * f.panel_bytes(w.dtype, w.cols));  // padded rows: levels, scales, mins 0
   std::vector<uint8_t> expanded(ExpandedRowBytes(w.cols));
   const size_t scales_at = w.cols, mins_at = w.cols + w.cols / 4;
@@ -83,7 +83,10 @@ void FillLevelPanels(const TensorView& w, const PanelFormat& f, size_t first, ui
     const size_t lane = (r - first) % rows;
     uint8_t* panel = dst + (r - first) / rows * f.panel_bytes(w.dtype, w.cols);
     for (size_t b = 0; b < nb; ++b) {
-      const uint8_t* level = expanded.data() + b * kBlockValues;  // 0..31: these types have no offset
+      // Levels 0..31 (the types with minimums have no offset) or 0..63 (q6_K: its signed values + 32).
+      uint8_t level[kBlockValues];
+      for (size_t k = 0; k < kBlockValues; ++k)
+        level[k] = static_cast<uint8_t>(expanded[b * kBlockValues + k] + (six ? 32 : 0));
       uint8_t* block = panel + b * group_bytes;
       for (size_t g = 0; g < 4; ++g) {
         for (size_t i = 0; i < 4; ++i) {
@@ -99,6 +102,20 @@ void FillLevelPanels(const TensorView& w, const PanelFormat& f, size_t first, ui
           block[at + lane * 4 + i] = bits;
         }
         at += 4 * rows;
+      }
+      if (six) {
+        for (size_t plane = 0; plane < 2; ++plane) {
+          for (size_t i = 0; i < 4; ++i) {
+            uint8_t bits = 0;
+            for (size_t j = 0; j < 4; ++j) bits |= static_cast<uint8_t>((level[4 * (4 * plane + j) + i] >> 4 & 3) << (2 * j));
+            block[at + (plane * rows + lane) * 4 + i] = bits;
+          }
+        }
+        at += 8 * rows;
+        // Both scales of the block (a scale per 16 values); no minimum.
+        std::memcpy(block + at + lane * 4, expanded.data() + scales_at + 8 * b, 4);
+        std::memcpy(block + at + 4 * rows + lane * 4, expanded.data() + scales_at + 8 * b + 4, 4);
+        continue;
       }
       std::memcpy(block + at + lane * 4, expanded.data() + scales_at + 8 * b, 4);  // the block's (first) scale
       std::memcpy(block + at + 4 * rows + lane * 4, expanded.data() + mins_at + 4 * b, 4);

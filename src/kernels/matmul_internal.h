@@ -71,6 +71,10 @@ bool InterleavedKernelAvailable();  // the running target has the interleaved ke
 //         the q4_0 bytes of each level's low four bits, the fifth bits as q5_0's (5-bit types), then
 //         float scale[8] and float min[8] (the expanded row's scale and minimum of the block); no
 //         scale region before the blocks.
+//   q6_K (a level panel without minimums): the q4_0 bytes of the low four bits of each level + 32
+//         (0..63), then two planes uint8_t high[2][8][4]: bits 2j, 2j + 1 of byte i of row r in plane
+//         k are bits 4, 5 of element 4 (4k + j) + i, then float scale[2][8] (the expanded row's two
+//         scales of the block, one per 16 values).
 // These types (and q5_0) are computed from the panels whatever the product (stored rows become
 // panels on the fly), so their bits do not depend on the layout they were read from.
 constexpr size_t kAvx2PanelRows = 8;
@@ -81,6 +85,7 @@ constexpr size_t LevelPanelRowBytes(DType type) {
     case DType::kQ4_K: return 16 + 8;  // nibbles, scale, min
     case DType::kQ5_1:
     case DType::kQ5_K: return 16 + 4 + 8;  // nibbles, fifth bits, scale, min
+    case DType::kQ6_K: return 16 + 8 + 8;  // nibbles, bits 4 and 5, two scales
     default: return 0;
   }
 }

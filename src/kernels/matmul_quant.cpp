@@ -659,6 +659,7 @@ void MatMulQuantImpl(const KernelMatrix& w, const Activations& a, float* y, size
     case DType::kQ5_1: return MatMulQuantT<DType::kQ5_1>(w, a, y, y_stride, row_begin, row_end);
     case DType::kQ4_K: return MatMulQuantT<DType::kQ4_K>(w, a, y, y_stride, row_begin, row_end);
     case DType::kQ5_K: return MatMulQuantT<DType::kQ5_K>(w, a, y, y_stride, row_begin, row_end);
+    case DType::kQ6_K: return MatMulQuantT<DType::kQ6_K>(w, a, y, y_stride, row_begin, row_end);
 #endif
     default: HWY_ASSERT(false);
   }

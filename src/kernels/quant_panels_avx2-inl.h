@@ -17,6 +17,8 @@
 //         so level + 16 = nibble | 16 * bit is unsigned (0..31): maddubs as q4_0, but only 4 groups'
 //         int16 sums fit (4 x 2 x 31 x 127 = 31,496), so two madds a block; the sum starts from
 //         -16 s_b. This is the per-block fold of MatMulKQuantArmReference (q5_0's scale is d alone).
+//   q6_K: levels + 32 (0..63) from nibbles and a plane of bits 4, 5; a scale per 16 values, so each
+//         half block is its own sum (|q| x sign(x, q), 4 groups in int16) and its own fold step.
 // Against the stored-layout tile (one row's block a vector, then a float per 4 values) this takes
 // about a third of the instructions a multiply-add for q4_0 and two thirds for q8_0.
 //
@@ -46,12 +48,15 @@ template <DType kType>
 struct Avx2PanelKernel {
   static constexpr size_t kRows = kernels_internal::kAvx2PanelRows;
   static constexpr bool kQ4 = kType == DType::kQ4_0, kQ5 = kType == DType::kQ5_0;
-  // The level panels: unsigned levels with a float scale and minimum in each block.
-  static constexpr bool kMins = kernels_internal::LevelPanelRowBytes(kType) > 0;
+  // The level panels: unsigned levels with float scales (and minimums) in each block; q6_K's levels
+  // have six bits and a scale per 16 values.
+  static constexpr bool kLevels = kernels_internal::LevelPanelRowBytes(kType) > 0;
+  static constexpr bool kSix = kType == DType::kQ6_K;
+  static constexpr bool kMins = kLevels && !kSix;
   static constexpr bool kFifth = kQ5 || kType == DType::kQ5_1 || kType == DType::kQ5_K;
   // Bytes of one block's values for the panel's rows, and where a token's block sum starts.
-  static constexpr size_t kGroupBytes = kMins ? kRows * kernels_internal::LevelPanelRowBytes(kType)
-                                             : kRows * (DTypeBlockBytes(kType) - kQuantBlockScaleBytes);
+  static constexpr size_t kGroupBytes = kLevels ? kRows * kernels_internal::LevelPanelRowBytes(kType)
+                                               : kRows * (DTypeBlockBytes(kType) - kQuantBlockScaleBytes);
   static constexpr size_t kBsumIndex = kQ4 || kQ5 ? 1 : 0;  // -8 s_b (q4_0; q5_0 doubles it), -128 s_b unused
 
   // The block's int32 dot products (lane = row) of kT tokens, from the block's values at qb.
@@ -126,6 +131,38 @@ struct Avx2PanelKernel {
     }
   }
 
+  // q6_K: the int32 dot products of the block's half `h` (16 values, groups 4h .. 4h + 3) of kT
+  // tokens. A level + 32 is the nibble with bits 4, 5 from its plane; the signed value q = level - 32
+  // (|q| <= 32) multiplies as |q| x sign(x, q), so 4 groups' int16 sums stay within range
+  // (4 x 2 x 32 x 127 = 32,512) and one madd gives the half's sum.
+  template <size_t kT>
+  static HWY_INLINE void HalfDots6(const uint8_t* qb, const uint8_t* const (&x)[kT], size_t q_at, size_t h,
+                                   __m256i (&dots)[kT]) {
+    const __m256i low = _mm256_set1_epi8(15), bits45 = _mm256_set1_epi8(48), offset = _mm256_set1_epi8(32);
+    const __m256i plane = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + 128 + 32 * h));
+    __m256i sums[kT];
+#pragma GCC unroll 4
+    for (size_t j = 0; j < 4; ++j) {
+      const size_t i = 4 * h + j;  // the group
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb + 32 * j));
+      const __m256i nib = _mm256_and_si256(h == 0 ? v : _mm256_srli_epi16(v, 4), low);
+      // Bits 2j, 2j + 1 of each plane byte to bits 4, 5 (16-bit shifts: the mask drops what crossed a byte).
+      const __m256i high = j <= 2 ? _mm256_slli_epi16(plane, static_cast<int>(4 - 2 * j)) : _mm256_srli_epi16(plane, 2);
+      const __m256i q = _mm256_sub_epi8(_mm256_or_si256(nib, _mm256_and_si256(high, bits45)), offset);
+      const __m256i q_abs = _mm256_abs_epi8(q);
+#pragma GCC unroll 8
+      for (size_t t = 0; t < kT; ++t) {
+        int32_t four;
+        std::memcpy(&four, x[t] + q_at + 4 * i, 4);
+        const __m256i p = _mm256_maddubs_epi16(q_abs, _mm256_sign_epi8(_mm256_set1_epi32(four), q));
+        sums[t] = j == 0 ? p : _mm256_add_epi16(sums[t], p);
+      }
+    }
+    const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
+    for (size_t t = 0; t < kT; ++t) dots[t] = _mm256_madd_epi16(sums[t], ones);
+  }
+
   // Rows [row, row + valid) of the panel at `panel` x tokens [token, token + kT).
   template <size_t kT>
   static HWY_NOINLINE void Tile(const TileJob& job, const uint8_t* panel, size_t scale_bytes, size_t row,
@@ -144,6 +181,23 @@ struct Avx2PanelKernel {
         // Decode streams the panel once, faster than the hardware prefetcher runs ahead of a core.
         constexpr size_t kAhead = 6144;
         for (size_t line = 0; line < kGroupBytes; line += 64) hwy::Prefetch(qb + kAhead + line);
+      }
+      if constexpr (kSix) {
+        // MatMulKQuantArmReference's fold with parts = 2: each half's scaled dot in turn.
+        constexpr size_t kScalesAt = kGroupBytes - 2 * 4 * kRows;  // float scale[2][8]
+#pragma GCC unroll 2
+        for (size_t h = 0; h < 2; ++h) {
+          __m256i dots[kT];
+          HalfDots6<kT>(qb, x, b * 32, h, dots);
+          const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(qb + kScalesAt + 4 * kRows * h));
+#pragma GCC unroll 8
+          for (size_t t = 0; t < kT; ++t) {
+            float dx;
+            std::memcpy(&dx, x[t] + job.d8_offset + b * 32, 4);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[t]), _mm256_mul_ps(scale, _mm256_set1_ps(dx)), acc[t]);
+          }
+        }
+        continue;
       }
       __m256i dots[kT];
       BlockDots<kT>(qb, x, b * 32, job.bsum_offset + (b * 2 + kBsumIndex) * 4, dots);

@@ -12,8 +12,8 @@ namespace fgemma {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'G', 'K', 'V', 'C', 'A', 'C', 'H'};
-constexpr uint32_t kVersion = 5;  // 2: the numerics field; 3: the LoRA adapter field; 4: x86 vector softmax;
-                                  // 5: AVX2 q8_0 / q4_0 in 8-row panels (a per-block fold)
+constexpr uint32_t kVersion = 6;  // 2: the numerics field; 3: the LoRA adapter field; 4: x86 vector softmax;
+                                  // 5: AVX2 q8_0 / q4_0 in 8-row panels (a per-block fold); 6: AVX2 q6_K too
 constexpr size_t kHeaderBytes = 8 + 4 + 8 * 7;
 
 void PutU64(std::string* s, uint64_t v) {
