@@ -181,10 +181,7 @@ constexpr size_t ExpandedRowBytes(size_t cols) { return cols + cols / 16 * 4 + c
 // Rows [r0, r1) of `w` (a type UsesExpandedRows) into `out` (ExpandedRowBytes(cols) per row).
 void ExpandRows(const TensorView& w, size_t r0, size_t r1, uint8_t* out);
 // MatMul for those types; reads w.repacked (the expanded copy, from row 0 of w) when set, else
-// expands the rows it needs into per-thread scratch (the same bits). Requires a.packed. On AVX2,
-// products of up to kStoredLayoutMaxTokens tokens (and any product without the copy) read the
-// stored blocks in place instead, with the same bits.
-inline constexpr size_t kStoredLayoutMaxTokens = 4;
+// expands the rows it needs into per-thread scratch (the same bits). Requires a.packed.
 void MatMulKQuant(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                   size_t row_end);
 // The Arm kernels' fold (kernels/arm_kquant-inl.h) in scalar code, from w.data and a.packed, per row

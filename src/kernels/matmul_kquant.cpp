@@ -1,4 +1,4 @@
-// MatMul for q4_1, q5_0, q5_1, q4_K, q5_K and q6_K weights (on AVX2 only q6_K: the others take the
+// MatMul for q4_1, q5_0, q5_1, q4_K, q5_K and q6_K weights (not on AVX2: every one takes the
 // 8-row panels of kernels/quant_panels_avx2-inl.h, X86PanelType): the expanded rows of
 // kernels/matmul_internal.h (int8 levels, a float scale per 16 values, a float minimum per 32)
 // against the int8 packed activations every quantized type shares (QuantLayout).
@@ -86,7 +86,7 @@ HWY_INLINE float MinFold(const uint8_t* mins, const float* t, size_t nb) {
 // saturate). kR rows x kT tokens a tile: each token's block is loaded once for the kR rows, each
 // row's block once for the kT tokens; every (row, token) takes the same operations in the same
 // order whatever the tile, so any tile shape gives the same bits. A row's levels come from
-// `Levels` (kernels/kquant_levels_avx2-inl.h: the expanded copy or the stored blocks), its scales
+// `Levels` (kernels/kquant_levels_avx2-inl.h: the expanded copy), its scales
 // from its header (the expanded layout's, after the levels).
 constexpr size_t kTileRows = 2, kTileTokens = 4;
 
@@ -181,12 +181,8 @@ HWY_INLINE void RowDots(const ExpandedJob& job, const Levels (&levels)[kR], cons
 }
 #endif
 
-// The minimums' term of a row and token: the expanded row's stored minimums, or a stored row's own fold.
+// The minimums' term of a row and token: the expanded row's stored minimums.
 HWY_INLINE float MinTerm(const ExpandedLevels& levels, const float* t, size_t nb) { return MinFold(levels.mins, t, nb); }
-template <class Levels>
-HWY_INLINE float MinTerm(const Levels& levels, const float* t, size_t nb) {
-  return levels.MinFold(t, nb);
-}
 
 // kR rows (output rows from `r`) against kT tokens from `token`: every output takes the same
 // operations whatever kR and kT (rows and tokens share only loaded operands).
@@ -275,13 +271,6 @@ const float* MinWeights(const ExpandedJob& job, size_t tokens) {
   return min_weights.data();
 }
 
-#if HWY_TARGET == HWY_AVX2
-// The stored layout read in place: levels and scales unpacked per block in registers.
-template <class Levels, bool kMins>
-void RunStoredRows(const ExpandedJob& job, size_t rows, size_t tokens) {
-  RunTiles<Levels, kMins>(job, rows, tokens, [&job](size_t r) { return Levels{job.rows + r * job.row_bytes}; });
-}
-#endif
 
 }  // namespace
 
@@ -299,31 +288,6 @@ void MatMulExpandedImpl(const uint8_t* expanded, size_t cols, bool mins, const A
   }
 }
 
-// Rows [row_begin, row_end) of `w` in its stored layout, where this target reads it in place: every
-// expanded type on AVX2. False (nothing written) elsewhere.
-bool MatMulStoredImpl(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
-                      size_t row_end) {
-#if HWY_TARGET == HWY_AVX2
-  ExpandedJob job = MakeJob(w.cols, a, y + row_begin, y_stride);
-  job.rows = static_cast<const uint8_t*>(w.data) + row_begin * w.row_bytes();
-  job.row_bytes = w.row_bytes();
-  const size_t rows = row_end - row_begin;
-  if (kernels_internal::ExpandedHasMins(w.dtype)) job.min_weights = MinWeights(job, a.num_tokens);
-  switch (w.dtype) {
-    case DType::kQ5_0: RunStoredRows<Q5_0Levels, false>(job, rows, a.num_tokens); return true;
-    case DType::kQ6_K: RunStoredRows<Q6_KLevels, false>(job, rows, a.num_tokens); return true;
-    case DType::kQ4_K: RunStoredRows<Q4_KLevels, true>(job, rows, a.num_tokens); return true;
-    case DType::kQ5_K: RunStoredRows<Q5_KLevels, true>(job, rows, a.num_tokens); return true;
-    case DType::kQ4_1: RunStoredRows<Q1Levels<false>, true>(job, rows, a.num_tokens); return true;
-    case DType::kQ5_1: RunStoredRows<Q1Levels<true>, true>(job, rows, a.num_tokens); return true;
-    default: return false;
-  }
-#else
-  (void)w, (void)a, (void)y, (void)y_stride, (void)row_begin, (void)row_end;
-  return false;
-#endif
-}
-
 }  // namespace HWY_NAMESPACE
 }  // namespace fgemma
 HWY_AFTER_NAMESPACE();
@@ -337,7 +301,6 @@ HWY_AFTER_NAMESPACE();
 
 namespace fgemma {
 HWY_EXPORT(MatMulExpandedImpl);
-HWY_EXPORT(MatMulStoredImpl);
 
 namespace kernels_internal {
 void KQuantMinWeights(const QuantLayout& layout, const uint8_t* record, float* t) {
@@ -406,14 +369,6 @@ bool ArmKQuantActive() { return RunningArmKernel() != nullptr; }
 void MatMulKQuant(const KernelMatrix& w, const Activations& a, float* y, size_t y_stride, size_t row_begin,
                   size_t row_end) {
   const size_t row_bytes = ExpandedRowBytes(w.cols);
-  // Few tokens read the stored blocks where the target unpacks them in registers (same bits, half
-  // the bytes); more amortize the expanded copy's cheaper blocks over the tile's tokens. On the real
-  // Q4_K_M (AVX2, 2 threads) a 1-row pass took 6.8 ms instead of 11.9, 4 rows about the same, 6
-  // rows 19-21 ms instead of 15-16: hence at most 4.
-  if ((w.repacked == nullptr || a.num_tokens <= kStoredLayoutMaxTokens) &&
-      HWY_DYNAMIC_DISPATCH(MatMulStoredImpl)(w, a, y, y_stride, row_begin, row_end)) {
-    return;
-  }
   if (w.repacked != nullptr) {
     ExpandedProduct(w.dtype, static_cast<const uint8_t*>(w.repacked) + row_begin * row_bytes, w.cols, a, y + row_begin,
                     y_stride, row_end - row_begin);
