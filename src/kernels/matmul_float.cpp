@@ -9,6 +9,8 @@
 // registers; each weight vector is widened once and reused across kTokens tokens (prefill), and
 // decode (one token) streams kRows rows in parallel. Horizontal sums use one transpose tree per
 // four rows (StoreSums4).
+#include <type_traits>
+
 #include "kernels/simd_config.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -57,6 +59,32 @@ struct FloatKernel {
     for (size_t t = 0; t < kT; ++t) xt[t] = reinterpret_cast<const float*>(tile.x[t]);
 
     size_t k = 0;
+#if HWY_TARGET != HWY_SCALAR
+    if constexpr (kT == 1 && !std::is_same_v<WT, float>) {
+      // Decode streams 16-bit weights: a cache line of each row a step, one prefetch for it, each
+      // full vector of 2N values widened in two halves (aarch64: ld1 + fcvtl + fcvtl2 for 8 values
+      // instead of a load and a widening per 4). Every accumulator takes the FMAs of the loop below
+      // in the same order, so the bits are those of the multi-token tiles.
+      const hn::Repartition<uint16_t, decltype(df)> du16;  // 2N lanes
+      const hn::Half<decltype(du16)> du16_half;             // N lanes
+      const hn::Rebind<WT, decltype(df)> dw;                // N lanes of WT
+      constexpr size_t kLineValues = 64 / sizeof(WT);
+      const size_t step = HWY_MAX(kLineValues, 2 * N);
+      for (; k + step <= cols; k += step) {
+        for (size_t r = 0; r < kR; ++r) hwy::Prefetch(reinterpret_cast<const uint8_t*>(wr[r] + k) + kR * job.w_row_bytes);
+        for (size_t c = k; c < k + step; c += 2 * N) {
+          const V x_lo = hn::LoadU(df, xt[0] + c), x_hi = hn::LoadU(df, xt[0] + c + N);
+          for (size_t r = 0; r < kR; ++r) {
+            const auto both = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(wr[r] + c));
+            const V w_lo = hn::PromoteTo(df, hn::BitCast(dw, hn::LowerHalf(du16_half, both)));
+            const V w_hi = hn::PromoteTo(df, hn::BitCast(dw, hn::UpperHalf(du16_half, both)));
+            acc[r][0] = hn::MulAdd(w_lo, x_lo, acc[r][0]);
+            acc[r][0] = hn::MulAdd(w_hi, x_hi, acc[r][0]);
+          }
+        }
+      }
+    }
+#endif
     for (; k + N <= cols; k += N) {
       V wv[kR];
       for (size_t r = 0; r < kR; ++r) {
