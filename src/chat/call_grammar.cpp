@@ -340,8 +340,37 @@ bool CallMatcher::TextState(uint32_t* key, uint32_t* room) const {
     return false;
   }
   *room = f.count + reserve >= cap ? 0 : cap - f.count - reserve;
-  *key = static_cast<uint32_t>(f.utf8_need) | static_cast<uint32_t>(f.utf8_lo) << 8 |
+  *key = TextKey(f);
+  return true;
+}
+
+uint32_t CallMatcher::TextKey(const Frame& f) {
+  return static_cast<uint32_t>(f.utf8_need) | static_cast<uint32_t>(f.utf8_lo) << 8 |
          static_cast<uint32_t>(f.utf8_hi) << 16 | static_cast<uint32_t>(f.escape_seen) << 24;
+}
+
+bool CallMatcher::TextAccepts(uint32_t key, std::string_view bytes) {
+  Frame f;
+  f.utf8_need = static_cast<uint8_t>(key);
+  f.utf8_lo = static_cast<uint8_t>(key >> 8);
+  f.utf8_hi = static_cast<uint8_t>(key >> 16);
+  f.escape_seen = static_cast<uint8_t>(key >> 24);
+  for (const char c : bytes) {
+    if (!TextByte(f, static_cast<uint8_t>(c))) return false;
+  }
+  return true;
+}
+
+bool CallMatcher::TextStart(uint32_t* key, uint32_t* room) const {
+  if (threads_ != 1) return false;
+  const Frame& f = stack_[static_cast<size_t>(tops_[0])];
+  const ToolChoiceMode mode = g_->choice().mode;
+  if (f.kind != FrameKind::kTop || f.phase != kTopStart || (mode != ToolChoiceMode::kAuto && mode != ToolChoiceMode::kNone))
+    return false;
+  // FeedTop turns the frame into the text (kTopText, its fields untouched) and feeds it the byte.
+  const uint32_t cap = g_->limits().max_text_bytes;
+  *room = f.count >= cap ? 0 : cap - f.count;
+  *key = TextKey(f);
   return true;
 }
 

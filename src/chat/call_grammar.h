@@ -148,6 +148,15 @@ class CallMatcher {
   // returns true with `key` describing the text state (UTF-8 and "<escape>" progress) and `room`
   // the bytes still allowed: then which ordinary tokens are accepted depends on nothing else.
   bool TextState(uint32_t* key, uint32_t* room) const;
+  // At the turn's start where a plain-text answer may begin (tool_choice auto or none): true with
+  // `key` and `room` those TextState gives once the answer has begun, before its first byte. An
+  // ordinary token is accepted here exactly when that text accepts it (its first byte starts the
+  // answer), so the start shares the text's set of tokens instead of searching the vocabulary.
+  bool TextStart(uint32_t* key, uint32_t* room) const;
+  // Whether free text in the state TextState (or TextStart) reports as `key`, with room for them,
+  // accepts `bytes`: there nothing but these rules (UTF-8, no NUL, no "<escape>" spelled out)
+  // decides an ordinary token, so its acceptance is this test's.
+  static bool TextAccepts(uint32_t key, std::string_view bytes);
   // Appends a byte string that identifies the matcher's state within its grammar (every frame's
   // fields, the call count): equal keys accept exactly the same continuations.
   void StateKey(std::string* out) const;
@@ -191,6 +200,7 @@ class CallMatcher {
   // kFork: a union frame saw its value's first symbol; the thread splits into its branches.
   enum class Step { kAccept, kAcceptPop, kReject, kPopAndRefeed, kRefeed, kFork };
 
+  static uint32_t TextKey(const Frame& f);
   Step FeedFrame(Frame& f, int symbol);
   Step FeedTop(Frame& f, int symbol);
   Step FeedObject(Frame& f, int symbol);

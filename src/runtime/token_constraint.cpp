@@ -80,29 +80,49 @@ ConstraintVocab::Scratch ConstraintVocab::NewScratch(const CallMatcher& prototyp
   return s;
 }
 
+const ConstraintVocab::TextSet& ConstraintVocab::SharedTextSet(uint32_t key) const {
+  auto find = [&]() -> const TextSet* {  // caller holds the lock
+    for (const auto& [k, set] : text_sets_->sets) {
+      if (k == key) return set.get();
+    }
+    return nullptr;
+  };
+  {
+    std::lock_guard<std::mutex> lock(text_sets_->mu);
+    if (const TextSet* set = find()) return *set;
+  }
+  // Built outside the lock (a concurrent build of the same key yields the same set): each byte
+  // token's bytes through the text rules alone (CallMatcher::TextAccepts), a few ms, where a
+  // search through whole matchers took ~45 ms.
+  auto set = std::make_unique<TextSet>();
+  set->mask.assign((bytes_.size() + 63) / 64, 0);
+  for (int32_t id : order_) {
+    if (!CallMatcher::TextAccepts(key, bytes_[static_cast<size_t>(id)])) continue;
+    set->mask[static_cast<uint32_t>(id) >> 6] |= 1ull << (id & 63);
+    ++set->count;
+  }
+  std::lock_guard<std::mutex> lock(text_sets_->mu);
+  if (const TextSet* existing = find()) return *existing;
+  text_sets_->sets.emplace_back(key, std::move(set));
+  return *text_sets_->sets.back().second;
+}
+
 void ConstraintVocab::Allowed(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out,
                               const TextSet** text) const {
   *text = nullptr;
   uint32_t key = 0, room = 0;
-  const bool in_text = state.TextState(&key, &room);
-  auto find = [&] {  // caller holds the lock
-    for (const auto& [k, set] : text_sets_->sets) {
-      if (k == key) return set.get();
-    }
-    return static_cast<const TextSet*>(nullptr);
-  };
-  if (in_text && room < max_need_) {
-    // Near the cap: the state's full-room set, less the tokens that need more room than is left
-    // (the same test the matcher applies byte by byte). Computed afresh: a bitmask pass.
-    const TextSet* base = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(text_sets_->mu);
-      base = find();
-    }
-    if (base != nullptr) {
+  // In free text, and at the turn's start where a text answer may begin (its first byte starts the
+  // text), the ordinary tokens accepted are the text state's shared set (cut to the room left).
+  if (state.TextState(&key, &room) || state.TextStart(&key, &room)) {
+    const TextSet& base = SharedTextSet(key);
+    if (room >= max_need_) {
+      *text = &base;
+    } else {
+      // Near the cap: the full-room set less the tokens that need more room than is left (the same
+      // test the matcher applies byte by byte): a bitmask pass.
       TextSet& set = scratch.room_set;
-      set.mask.assign(base->mask.begin(), base->mask.end());
-      set.count = base->count;
+      set.mask.assign(base.mask.begin(), base.mask.end());
+      set.count = base.count;
       for (int32_t id : by_need_) {  // longest needs first: stop at the first that fits
         if (need_[static_cast<size_t>(id)] <= room) break;
         uint64_t& word = set.mask[static_cast<uint32_t>(id) >> 6];
@@ -113,29 +133,6 @@ void ConstraintVocab::Allowed(const CallMatcher& state, Scratch& scratch, std::v
         }
       }
       *text = &set;
-      out->clear();
-    } else {
-      Search(state, scratch, out);  // this state's full-room set is not known yet
-    }
-  } else if (in_text) {
-    // With room for every token, acceptance depends only on the text state.
-    {
-      std::lock_guard<std::mutex> lock(text_sets_->mu);
-      *text = find();
-    }
-    if (*text == nullptr) {
-      // Searched outside the lock; a concurrent search of the same state yields the same set.
-      Search(state, scratch, out);
-      auto set = std::make_unique<TextSet>();
-      set->mask.assign((bytes_.size() + 63) / 64, 0);
-      for (int32_t id : *out) set->mask[static_cast<uint32_t>(id) >> 6] |= 1ull << (id & 63);
-      set->count = out->size();
-      std::lock_guard<std::mutex> lock(text_sets_->mu);
-      *text = find();
-      if (*text == nullptr) {
-        *text = set.get();
-        text_sets_->sets.emplace_back(key, std::move(set));
-      }
     }
     out->clear();
   } else {

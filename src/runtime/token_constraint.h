@@ -41,6 +41,9 @@ class ConstraintVocab {
   // `scratch` until the next call) and `out` (cleared first) gets the accepted control tokens only, or `*text` is null and `out` gets every
   // accepted token id (in no particular order). `scratch` must come from NewScratch().
   void Allowed(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out, const TextSet** text) const;
+  // The free-text set of text state `key` (CallMatcher::TextState's) with room for every token:
+  // built on first use from the text rules alone, then shared by every grammar and thread.
+  const TextSet& SharedTextSet(uint32_t key) const;
   // The search itself, over every ordinary token (Allowed adds control tokens and caching).
   void Search(const CallMatcher& state, Scratch& scratch, std::vector<int32_t>* out) const;
 

@@ -127,6 +127,26 @@ TEST(CallGrammar, CappedTextNeverEndsInHalfACharacter) {
   EXPECT_TRUE(full.Feed(kSymEndOfTurn));
 }
 
+// The tokens `vocab` allows after `m`, by Allowed (ids and the shared text set) or by a whole
+// vocabulary Search (byte tokens only), as a flag per id.
+std::vector<bool> TokensAllowed(const ConstraintVocab& vocab, const CallMatcher& m, bool search) {
+  auto scratch = vocab.NewScratch(m);
+  std::vector<int32_t> ids;
+  const ConstraintVocab::TextSet* text = nullptr;
+  if (search) {
+    vocab.Search(m, scratch, &ids);
+  } else {
+    vocab.Allowed(m, scratch, &ids, &text);
+  }
+  std::vector<bool> in(static_cast<size_t>(vocab.vocab_size()), false);
+  for (int32_t id : ids) in[static_cast<size_t>(id)] = true;
+  if (text != nullptr) {
+    for (size_t id = 0; id < in.size(); ++id)
+      if (text->mask[id >> 6] >> (id & 63) & 1) in[id] = true;
+  }
+  return in;
+}
+
 // Near a string's or a text's byte cap the allowed set is the full-room set cut by each token's
 // room need: it must equal a full vocabulary search at every fill level, ASCII or mid-character.
 TEST(ConstraintVocab, AllowedNearTheCapEqualsTheSearch) {
@@ -139,23 +159,7 @@ TEST(ConstraintVocab, AllowedNearTheCapEqualsTheSearch) {
   limits.max_text_bytes = static_cast<uint32_t>(cap);
   limits.max_string_bytes = static_cast<uint32_t>(cap);
   auto g = CallGrammar::Compile(tools.value(), ToolChoice{}, limits).value();
-  auto set_of = [&](const CallMatcher& m, bool search) {
-    auto scratch = w.vocab.NewScratch(m);
-    std::vector<int32_t> ids;
-    const ConstraintVocab::TextSet* text = nullptr;
-    if (search) {
-      w.vocab.Search(m, scratch, &ids);
-    } else {
-      w.vocab.Allowed(m, scratch, &ids, &text);
-    }
-    std::vector<bool> in(static_cast<size_t>(w.vocab.vocab_size()), false);
-    for (int32_t id : ids) in[static_cast<size_t>(id)] = true;
-    if (text != nullptr) {
-      for (size_t id = 0; id < in.size(); ++id)
-        if (text->mask[id >> 6] >> (id & 63) & 1) in[id] = true;
-    }
-    return in;
-  };
+  auto set_of = [&](const CallMatcher& m, bool search) { return TokensAllowed(w.vocab, m, search); };
   size_t checked = 0;
   for (const std::string prefix : {std::string("<start_function_call>call:note{text:<escape>"), std::string()}) {
     for (const std::string unit : {std::string("a"), std::string("\xE4\xB8\x80"), std::string("\xC3")}) {
@@ -186,6 +190,72 @@ TEST(ConstraintVocab, AllowedNearTheCapEqualsTheSearch) {
   }
   EXPECT_GT(checked, 2 * w.vocab.max_token_room());
   std::printf("%zu states checked; the longest token needs %zu bytes of room\n", checked, w.vocab.max_token_room());
+}
+
+// The shared free-text sets are built from the text rules alone (CallMatcher::TextAccepts): in
+// every kind of text state (mid-character with each lead byte's range, "<escape>" partly spelled)
+// of a string and of a text answer they allow exactly the tokens a search through the matcher does.
+TEST(ConstraintVocab, SharedTextSetsEqualTheSearch) {
+  auto& w = ConstrainedWorld::Get();
+  auto tools = ParseTools(OrderedJson::parse(R"([{"type":"function","function":{"name":"note","description":"d",
+    "parameters":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}}])"));
+  ASSERT_TRUE(tools.ok());
+  auto g = CallGrammar::Compile(tools.value(), ToolChoice{}, GrammarLimits{}).value();
+  size_t keys = 0;
+  for (const std::string prefix : {std::string("<start_function_call>call:note{text:<escape>a"), std::string("a")}) {
+    for (const std::string tail : {"", "\xC3", "\xE0", "\xED", "\xF0", "\xF4", "\xE4\xB8", "\xF0\x9F", "<", "<esc", "<escape"}) {
+      CallMatcher m(&g);
+      ASSERT_TRUE(FeedText(m, prefix + tail)) << tail;
+      uint32_t key = 0, room = 0;
+      ASSERT_TRUE(m.TextState(&key, &room));
+      const std::vector<bool> fast = TokensAllowed(w.vocab, m, false), slow = TokensAllowed(w.vocab, m, true);
+      size_t allowed = 0;
+      for (size_t id = 0; id < fast.size(); ++id) {
+        allowed += slow[id];
+        if (fast[id] == slow[id]) continue;
+        CallMatcher probe(m);
+        ASSERT_TRUE(fast[id] && w.vocab.FeedToken(probe, static_cast<int32_t>(id)) && w.vocab.SymbolOf(static_cast<int32_t>(id)) >= 256)
+            << "id " << id << (fast[id] ? " allowed, search refuses" : " refused, search allows") << "; after '" << prefix + tail << "'";
+      }
+      EXPECT_GT(allowed, 0u) << tail;
+      ++keys;
+    }
+  }
+  EXPECT_EQ(keys, 22u);
+}
+
+// At the turn's start (tool_choice auto or none) the ordinary tokens allowed are the shared set of
+// a text not yet begun, not a search of their own: the same tokens as the search, with full room
+// and with a cap below the longest token; required has no text and keeps the search.
+TEST(ConstraintVocab, AllowedAtTheTurnStartEqualsTheSearch) {
+  auto& w = ConstrainedWorld::Get();
+  auto tools = ParseTools(OrderedJson::parse(R"([{"type":"function","function":{"name":"note","description":"d",
+    "parameters":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}}])"));
+  ASSERT_TRUE(tools.ok());
+  for (ToolChoiceMode mode : {ToolChoiceMode::kAuto, ToolChoiceMode::kNone, ToolChoiceMode::kRequired}) {
+    for (uint32_t cap : {uint32_t{4096}, uint32_t{5}}) {
+      GrammarLimits limits;
+      limits.max_text_bytes = cap;
+      ToolChoice choice;
+      choice.mode = mode;
+      auto g = CallGrammar::Compile(tools.value(), choice, limits).value();
+      const CallMatcher start(&g);
+      uint32_t key = 0, room = 0;
+      ASSERT_EQ(start.TextStart(&key, &room), mode != ToolChoiceMode::kRequired);
+      if (mode != ToolChoiceMode::kRequired) EXPECT_EQ(room, cap);
+      const std::vector<bool> fast = TokensAllowed(w.vocab, start, false), slow = TokensAllowed(w.vocab, start, true);
+      size_t text_tokens = 0;
+      for (size_t id = 0; id < fast.size(); ++id) {
+        text_tokens += slow[id];
+        if (fast[id] == slow[id]) continue;
+        CallMatcher probe(start);  // only control tokens (which Search leaves out) may differ
+        ASSERT_TRUE(fast[id] && w.vocab.FeedToken(probe, static_cast<int32_t>(id)) && w.vocab.SymbolOf(static_cast<int32_t>(id)) >= 256)
+            << "id " << id << (fast[id] ? " allowed, search refuses" : " refused, search allows") << "; cap " << cap;
+      }
+      if (mode == ToolChoiceMode::kRequired) EXPECT_EQ(text_tokens, 0u);
+      else EXPECT_GT(text_tokens, cap > 100 ? 100000u : 1000u) << "cap " << cap;
+    }
+  }
 }
 
 // The structural-state cache FunctionCaller keeps across requests changes no token: each catalog is
