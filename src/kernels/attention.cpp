@@ -162,25 +162,15 @@ HWY_INLINE void ForKeyTiles(const KvRun* runs, size_t num_runs, size_t kv_stride
 template <size_t G>
 HWY_INLINE void ScoresT(const float* q, size_t q_stride, const KvRun* runs, size_t num_runs, size_t kv_stride,
                         size_t hd, float* scores, size_t scores_stride) {
-  if constexpr (G == 4 && kThirtyTwoVectorRegisters) {
-    // Four keys a pass with the chains one after the other (a query head group of 4: Gemma 3 270m).
+  if constexpr (G == 4) {
+    // A query head group of 4 (Gemma 3 270m): the chains one after the other, four keys a pass
+    // with 32 registers, two with 16 (8 accumulators, the group's 4 query vectors and a key;
+    // ScoreKeys<4, 2> would need 22 there and spill).
+    constexpr size_t kKeys = kThirtyTwoVectorRegisters ? 4 : 2;
     if (hd % (2 * hn::Lanes(hn::ScalableTag<float>())) == 0) {
-      ForKeyTiles<4>(
+      ForKeyTiles<kKeys>(
           runs, num_runs, kv_stride,
-          [&](const float* const* keys, size_t j) { ScoreKeysByChain<G, 4>(q, q_stride, keys, hd, scores, scores_stride, j); },
-          [&](const float* const* keys, size_t n, size_t j) {
-            for (size_t kk = 0; kk < n; ++kk) ScoreKeys<G, 1>(q, q_stride, keys + kk, hd, scores, scores_stride, j + kk);
-          });
-      return;
-    }
-  }
-  if constexpr (G == 4 && !kThirtyTwoVectorRegisters) {
-    // Sixteen registers: two keys a pass with the chains one after the other (8 accumulators, the
-    // group's 4 query vectors and a key; ScoreKeys<4, 2> would need 22 and spill).
-    if (hd % (2 * hn::Lanes(hn::ScalableTag<float>())) == 0) {
-      ForKeyTiles<2>(
-          runs, num_runs, kv_stride,
-          [&](const float* const* keys, size_t j) { ScoreKeysByChain<G, 2>(q, q_stride, keys, hd, scores, scores_stride, j); },
+          [&](const float* const* keys, size_t j) { ScoreKeysByChain<G, kKeys>(q, q_stride, keys, hd, scores, scores_stride, j); },
           [&](const float* const* keys, size_t n, size_t j) {
             for (size_t kk = 0; kk < n; ++kk) ScoreKeys<G, 1>(q, q_stride, keys + kk, hd, scores, scores_stride, j + kk);
           });
