@@ -75,7 +75,7 @@ void MatMul(const KernelMatrix& w, const Activations& a, float* y, size_t y_stri
     }
   } else if (a.packed != nullptr) {
     HWY_DASSERT(w.cols % kQuantBlockValues == 0);
-    if (kernels_internal::UsesExpandedRows(w.dtype) && !kernels_internal::X86PanelType(w.dtype)) {
+    if (kernels_internal::ReadsExpandedRows(w.dtype)) {
       kernels_internal::MatMulKQuant(w, a, y, y_stride, row_begin, row_end);
       return;
     }

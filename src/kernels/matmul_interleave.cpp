@@ -41,7 +41,7 @@ PanelFormat ActivePanelFormat() {
 
 size_t InterleavedWeightBytes(const TensorView& w) {
   if (w.dtype == DType::kBF16) return Bf16PanelWeightBytes(w);  // NEON_BF16 only (matmul_bf16.cpp)
-  if (UsesExpandedRows(w.dtype) && !X86PanelType(w.dtype)) return w.rows * ExpandedRowBytes(w.cols);
+  if (ReadsExpandedRows(w.dtype)) return w.rows * ExpandedRowBytes(w.cols);
   if (!DTypeIsQuantized(w.dtype) || w.cols % kBlockValues != 0 || !InterleavedKernelAvailable()) return 0;
   const PanelFormat f = ActivePanelFormat();
   const size_t rows = f.rows(w.dtype);
@@ -53,7 +53,7 @@ void InterleaveWeights(const TensorView& w, void* out) {
     FillBf16Panels(w, out);
     return;
   }
-  if (UsesExpandedRows(w.dtype) && !X86PanelType(w.dtype)) {
+  if (ReadsExpandedRows(w.dtype)) {
     ExpandRows(w, 0, w.rows, static_cast<uint8_t*>(out));
     return;
   }
@@ -74,7 +74,7 @@ namespace {
 void FillLevelPanels(const TensorView& w, const PanelFormat& f, size_t first, uint8_t* dst) {
   const size_t nb = w.cols / kBlockValues, rows = f.rows(w.dtype), group_bytes = f.block_bytes(w.dtype);
   const size_t panels = (w.rows - first + rows - 1) / rows;
-  const bool six = w.dtype == DType::kQ6_K, fifth = !six && LevelPanelRowBytes(w.dtype) > 24;
+  const bool six = w.dtype == DType::kQ6_K, fifth = HasFifthBit(w.dtype);
   std::memset(dst, 0, panels * f.panel_bytes(w.dtype, w.cols));  // padded rows: levels, scales, mins 0
   std::vector<uint8_t> expanded(ExpandedRowBytes(w.cols));
   const size_t scales_at = w.cols, mins_at = w.cols + w.cols / 4;
@@ -291,7 +291,7 @@ KernelMatrix RowSlice(const KernelMatrix& w, size_t r0, size_t r1) {
     }
     return s;
   }
-  if (kernels_internal::UsesExpandedRows(w.dtype) && !kernels_internal::X86PanelType(w.dtype)) {  // a row a "panel"
+  if (kernels_internal::ReadsExpandedRows(w.dtype)) {  // a row a "panel"
     if (w.repacked != nullptr)
       s.repacked = static_cast<const uint8_t*>(w.repacked) + r0 * kernels_internal::ExpandedRowBytes(w.cols);
     return s;
@@ -357,8 +357,7 @@ void LookupRow(const KernelMatrix& w, size_t r, float* out) {
 }
 
 void MatMulRows(const KernelMatrix& w, const Activations& a, std::span<const int32_t> rows, float* y) {
-  if (w.repacked == nullptr ||
-      (kernels_internal::UsesExpandedRows(w.dtype) && !kernels_internal::X86PanelType(w.dtype))) {  // one by one
+  if (w.repacked == nullptr || kernels_internal::ReadsExpandedRows(w.dtype)) {  // rows computed one by one
     for (size_t i = 0; i < rows.size(); ++i) {
       const size_t row = static_cast<size_t>(rows[i]);
       MatMul(RowSlice(w, row, row + 1), a, y + i, 0, 0, 1);

@@ -92,10 +92,15 @@ constexpr size_t LevelPanelRowBytes(DType type) {
 // Rows a panel of the running x86 target's interleaved kernels: 16 (AVX-512 VNNI), 8 (AVX2, AVX3),
 // 0 (none: other targets, or an Arm build's Highway targets).
 size_t X86PanelRows();
-// The type is computed from the running x86 target's panels (rather than an expanded copy).
+// The type is computed from the running x86 target's panels: q8_0 and q4_0 on both kinds, every
+// other quantized type on AVX2's (where the VNNI target takes the expanded copy).
 inline bool X86PanelType(DType type) {
   if (type == DType::kQ8_0 || type == DType::kQ4_0) return X86PanelRows() > 0;
-  return (type == DType::kQ5_0 || LevelPanelRowBytes(type) > 0) && X86PanelRows() == kAvx2PanelRows;
+  return DTypeIsQuantized(type) && X86PanelRows() == kAvx2PanelRows;
+}
+// The level of each value carries a fifth bit (a plane of its own in the AVX2 panels).
+constexpr bool HasFifthBit(DType type) {
+  return type == DType::kQ5_0 || type == DType::kQ5_1 || type == DType::kQ5_K;
 }
 // Bytes of one block's values for the panel's 16 rows (the block minus its scale, 16 times).
 constexpr size_t InterleavedBlockBytes(DType type) {
@@ -177,6 +182,9 @@ constexpr bool UsesExpandedRows(DType t) { return DTypeIsQuantized(t) && !DTypeI
 constexpr bool ExpandedHasMins(DType t) {
   return t == DType::kQ4_1 || t == DType::kQ5_1 || t == DType::kQ4_K || t == DType::kQ5_K;
 }
+// The matrix is computed from the expanded copy (kernels/matmul_kquant.cpp) on the running target:
+// the types above, unless the x86 target's panels take them.
+inline bool ReadsExpandedRows(DType t) { return UsesExpandedRows(t) && !X86PanelType(t); }
 constexpr size_t ExpandedRowBytes(size_t cols) { return cols + cols / 16 * 4 + cols / 32 * 4; }
 // Rows [r0, r1) of `w` (a type UsesExpandedRows) into `out` (ExpandedRowBytes(cols) per row).
 void ExpandRows(const TensorView& w, size_t r0, size_t r1, uint8_t* out);

@@ -1,4 +1,4 @@
-// AVX2 kernels for q8_0 / q4_0 weights in 8-row panels (the layout in kernels/matmul_internal.h,
+// AVX2 kernels for the quantized weights in 8-row panels (the layout in kernels/matmul_internal.h,
 // kAvx2PanelRows), included by kernels/matmul_quant.cpp inside its AVX2 / AVX3 target namespace.
 //
 // One 256-bit vector is one group (4 values) of a block for the panel's 8 rows; the token's 4
@@ -52,8 +52,8 @@ struct Avx2PanelKernel {
   // have six bits and a scale per 16 values.
   static constexpr bool kLevels = kernels_internal::LevelPanelRowBytes(kType) > 0;
   static constexpr bool kSix = kType == DType::kQ6_K;
-  static constexpr bool kMins = kLevels && !kSix;
-  static constexpr bool kFifth = kQ5 || kType == DType::kQ5_1 || kType == DType::kQ5_K;
+  static constexpr bool kMins = kernels_internal::ExpandedHasMins(kType);
+  static constexpr bool kFifth = kernels_internal::HasFifthBit(kType);
   // Bytes of one block's values for the panel's rows, and where a token's block sum starts.
   static constexpr size_t kGroupBytes = kLevels ? kRows * kernels_internal::LevelPanelRowBytes(kType)
                                                : kRows * (DTypeBlockBytes(kType) - kQuantBlockScaleBytes);
@@ -163,6 +163,19 @@ struct Avx2PanelKernel {
     for (size_t t = 0; t < kT; ++t) dots[t] = _mm256_madd_epi16(sums[t], ones);
   }
 
+  // acc[t] = fma(float(dots[t]), scale * dx_t, acc[t]) with the tokens' block scales dx_t at dx_at:
+  // the fold step of every type.
+  template <size_t kT>
+  static HWY_INLINE void FoldDots(const __m256i (&dots)[kT], __m256 scale, const uint8_t* const (&x)[kT], size_t dx_at,
+                                  __m256 (&acc)[kT]) {
+#pragma GCC unroll 8
+    for (size_t t = 0; t < kT; ++t) {
+      float dx;
+      std::memcpy(&dx, x[t] + dx_at, 4);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[t]), _mm256_mul_ps(scale, _mm256_set1_ps(dx)), acc[t]);
+    }
+  }
+
   // Rows [row, row + valid) of the panel at `panel` x tokens [token, token + kT).
   template <size_t kT>
   static HWY_NOINLINE void Tile(const TileJob& job, const uint8_t* panel, size_t scale_bytes, size_t row,
@@ -189,13 +202,8 @@ struct Avx2PanelKernel {
         for (size_t h = 0; h < 2; ++h) {
           __m256i dots[kT];
           HalfDots6<kT>(qb, x, b * 32, h, dots);
-          const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(qb + kScalesAt + 4 * kRows * h));
-#pragma GCC unroll 8
-          for (size_t t = 0; t < kT; ++t) {
-            float dx;
-            std::memcpy(&dx, x[t] + job.d8_offset + b * 32, 4);
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[t]), _mm256_mul_ps(scale, _mm256_set1_ps(dx)), acc[t]);
-          }
+          FoldDots<kT>(dots, _mm256_loadu_ps(reinterpret_cast<const float*>(qb + kScalesAt + 4 * kRows * h)), x,
+                       job.d8_offset + b * 32, acc);
         }
         continue;
       }
@@ -205,25 +213,18 @@ struct Avx2PanelKernel {
         // MatMulKQuantArmReference's fold: the block's scaled dot, then its minimum times the token's
         // t_b = dx_b * s_b (BlockMinWeight, KQuantMinWeights' value).
         constexpr size_t kScalesAt = kGroupBytes - 2 * 4 * kRows;  // float scale[8], then min[8]
-        const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(qb + kScalesAt));
+        FoldDots<kT>(dots, _mm256_loadu_ps(reinterpret_cast<const float*>(qb + kScalesAt)), x, job.d8_offset + b * 32,
+                     acc);
         const __m256 min = _mm256_loadu_ps(reinterpret_cast<const float*>(qb + kScalesAt + 4 * kRows));
 #pragma GCC unroll 8
         for (size_t t = 0; t < kT; ++t) {
-          float dx;
-          std::memcpy(&dx, x[t] + job.d8_offset + b * 32, 4);
           const float t_b = kernels_internal::BlockMinWeight(x[t], job.d8_offset, job.bsum_offset, b);
-          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[t]), _mm256_mul_ps(scale, _mm256_set1_ps(dx)), acc[t]);
           acc[t] = _mm256_fmadd_ps(min, _mm256_set1_ps(t_b), acc[t]);
         }
         continue;
       }
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * 16)));
-#pragma GCC unroll 8
-      for (size_t t = 0; t < kT; ++t) {
-        float dx;
-        std::memcpy(&dx, x[t] + job.d8_offset + b * 32, 4);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[t]), _mm256_mul_ps(dw, _mm256_set1_ps(dx)), acc[t]);
-      }
+      FoldDots<kT>(dots, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * 16))), x,
+                   job.d8_offset + b * 32, acc);
     }
     if (valid == kRows) {
       for (size_t t = 0; t < kT; ++t) _mm256_storeu_ps(job.out(row, token + t), acc[t]);
