@@ -17,9 +17,8 @@
 #include "hwy/highway.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/simd_common-inl.h"
-#include "kernels/kquant_levels_avx2-inl.h"
 
-#include <utility>
+#include <cstring>
 #include <vector>
 
 HWY_BEFORE_NAMESPACE();
@@ -44,6 +43,13 @@ struct ExpandedJob {
   float* y;  // y[t * y_stride + r] for rows r counted from the first
   size_t y_stride;
   const float* min_weights = nullptr;  // [tokens][blocks] KQuantMinWeights (types with minimums)
+};
+
+// One expanded row: 32 levels a block, then its header (2 scales a block, then 1 minimum a block).
+struct ExpandedLevels {
+  const uint8_t* q;
+  const uint8_t* scales;
+  const uint8_t* mins;
 };
 
 // The minimums' term of one row and token: sum_b min_b * t_b with t_b = dx_b * s_b (the token's
@@ -85,15 +91,14 @@ HWY_INLINE float MinFold(const uint8_t* mins, const float* t, size_t nb) {
 // 0-3 the first 16 values, 4-7 the second (|w| <= 32, |x| <= 127: the int16 pair sums cannot
 // saturate). kR rows x kT tokens a tile: each token's block is loaded once for the kR rows, each
 // row's block once for the kT tokens; every (row, token) takes the same operations in the same
-// order whatever the tile, so any tile shape gives the same bits. A row's levels come from
-// `Levels` (kernels/kquant_levels_avx2-inl.h: the expanded copy), its scales
-// from its header (the expanded layout's, after the levels).
+// order whatever the tile, so any tile shape gives the same bits. A row's levels and scales come
+// from its expanded row (ExpandedLevels).
 constexpr size_t kTileRows = 2, kTileTokens = 4;
 
 // kUnsigned: the levels are never negative (the types with minimums: q4_1, q5_1, q4_K, q5_K levels
 // 0..31), so maddubs takes them as they are, without the sign trick (the same int32 sums).
-template <class Levels, bool kUnsigned, size_t kR, size_t kT>
-HWY_INLINE void RowDots(const ExpandedJob& job, const Levels (&levels)[kR], const uint8_t* const (&x)[kT],
+template <bool kUnsigned, size_t kR, size_t kT>
+HWY_INLINE void RowDots(const ExpandedJob& job, const ExpandedLevels (&levels)[kR], const uint8_t* const (&x)[kT],
                         float (&out)[kR][kT]) {
   const size_t nb = job.cols / kQuantBlockValues;
   __m256 acc[kR][kT];
@@ -101,16 +106,15 @@ HWY_INLINE void RowDots(const ExpandedJob& job, const Levels (&levels)[kR], cons
     for (size_t t = 0; t < kT; ++t) acc[r][t] = _mm256_setzero_ps();
   }
   const __m256i ones = _mm256_set1_epi16(1);
-  // Block j of group g (a q4_K or q6_K super-block is a group of 8: j known at compile time, its
-  // shifts and offsets constants; the expanded row's and q5_0's groups are single blocks).
-  constexpr size_t kGroup = Levels::kGroup;
-  typename Levels::Group group[kR];
-  const auto step = [&](size_t g, auto j) HWY_ATTR {
-    const size_t b = g * kGroup + decltype(j)::value;
+  for (size_t b = 0; b < nb; ++b) {
+    // Each row's block of levels, and its scales: lanes 0-3 the first 16 values', 4-7 the second's.
     __m256i w[kR], wabs[kR];
     __m256 sc[kR];
     for (size_t r = 0; r < kR; ++r) {
-      levels[r].template Block<decltype(j)::value>(group[r], g, w[r], sc[r]);
+      w[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(levels[r].q + 32 * b));
+      float s[2];
+      std::memcpy(s, levels[r].scales + 8 * b, 8);
+      sc[r] = _mm256_set_m128(_mm_set1_ps(s[1]), _mm_set1_ps(s[0]));
       if constexpr (!kUnsigned) wabs[r] = _mm256_sign_epi8(w[r], w[r]);
     }
     for (size_t t = 0; t < kT; ++t) {
@@ -123,12 +127,6 @@ HWY_INLINE void RowDots(const ExpandedJob& job, const Levels (&levels)[kR], cons
         acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(sc[r], dx), acc[r][t]);
       }
     }
-  };
-  for (size_t g = 0; g < nb / kGroup; ++g) {
-    for (size_t r = 0; r < kR; ++r) group[r] = levels[r].Prepare(g);
-    [&]<size_t... J>(std::index_sequence<J...>) HWY_ATTR {
-      (step(g, std::integral_constant<size_t, J>()), ...);
-    }(std::make_index_sequence<kGroup>());
   }
   const hn::Full256<float> df;
   for (size_t r = 0; r < kR; ++r) {
@@ -140,14 +138,8 @@ HWY_INLINE void RowDots(const ExpandedJob& job, const Levels (&levels)[kR], cons
 // widening multiply-accumulate; one row at a time, from the expanded copy only.
 constexpr size_t kTileRows = 1, kTileTokens = 4;
 
-struct ExpandedLevels {
-  const uint8_t* q;
-  const uint8_t* scales;
-  const uint8_t* mins;
-};
-
-template <class Levels, bool kUnsigned, size_t kR, size_t kT>
-HWY_INLINE void RowDots(const ExpandedJob& job, const Levels (&levels)[kR], const uint8_t* const (&x)[kT],
+template <bool kUnsigned, size_t kR, size_t kT>
+HWY_INLINE void RowDots(const ExpandedJob& job, const ExpandedLevels (&levels)[kR], const uint8_t* const (&x)[kT],
                         float (&out)[kR][kT]) {
   const D16 d16;
   const D32 d32;
@@ -181,72 +173,65 @@ HWY_INLINE void RowDots(const ExpandedJob& job, const Levels (&levels)[kR], cons
 }
 #endif
 
-// The minimums' term of a row and token: the expanded row's stored minimums.
-HWY_INLINE float MinTerm(const ExpandedLevels& levels, const float* t, size_t nb) { return MinFold(levels.mins, t, nb); }
-
 // kR rows (output rows from `r`) against kT tokens from `token`: every output takes the same
 // operations whatever kR and kT (rows and tokens share only loaded operands).
-template <class Levels, bool kMins, size_t kR, size_t kT>
-HWY_NOINLINE void Tile(const ExpandedJob& job, const Levels (&levels)[kR], size_t r, size_t token) {
+template <bool kMins, size_t kR, size_t kT>
+HWY_NOINLINE void Tile(const ExpandedJob& job, const ExpandedLevels (&levels)[kR], size_t r, size_t token) {
   const uint8_t* x[kT];
   for (size_t t = 0; t < kT; ++t) x[t] = job.x + (token + t) * job.x_stride;
   float dots[kR][kT];
-  RowDots<Levels, /*kUnsigned=*/kMins, kR, kT>(job, levels, x, dots);
+  RowDots</*kUnsigned=*/kMins, kR, kT>(job, levels, x, dots);
   const size_t nb = job.cols / kQuantBlockValues;
   for (size_t i = 0; i < kR; ++i) {
     for (size_t t = 0; t < kT; ++t) {
-      float m = 0.0f;
-      if constexpr (kMins) m = MinTerm(levels[i], job.min_weights + (token + t) * nb, nb);
+      float m = 0.0f;  // the minimums' term: the row's stored minimums against the token's weights
+      if constexpr (kMins) m = MinFold(levels[i].mins, job.min_weights + (token + t) * nb, nb);
       job.y[(token + t) * job.y_stride + r + i] = dots[i][t] + m;
     }
   }
 }
 
 // kR rows against tokens [t0, t1): whole tiles of kTileTokens, then the remainder.
-template <class Levels, bool kMins, size_t kR>
-void RowsTokens(const ExpandedJob& job, const Levels (&levels)[kR], size_t r, size_t t0, size_t t1) {
+template <bool kMins, size_t kR>
+void RowsTokens(const ExpandedJob& job, const ExpandedLevels (&levels)[kR], size_t r, size_t t0, size_t t1) {
   size_t t = t0;
-  for (; t + kTileTokens <= t1; t += kTileTokens) Tile<Levels, kMins, kR, kTileTokens>(job, levels, r, t);
+  for (; t + kTileTokens <= t1; t += kTileTokens) Tile<kMins, kR, kTileTokens>(job, levels, r, t);
   static_assert(kTileTokens <= 4);
   switch (t1 - t) {
-    case 3: Tile<Levels, kMins, kR, 3>(job, levels, r, t); break;
-    case 2: Tile<Levels, kMins, kR, 2>(job, levels, r, t); break;
-    case 1: Tile<Levels, kMins, kR, 1>(job, levels, r, t); break;
+    case 3: Tile<kMins, kR, 3>(job, levels, r, t); break;
+    case 2: Tile<kMins, kR, 2>(job, levels, r, t); break;
+    case 1: Tile<kMins, kR, 1>(job, levels, r, t); break;
     default: break;
   }
 }
 
+// Row r's expanded row: levels, then its scales and minimums.
+ExpandedLevels LevelsOf(const ExpandedJob& job, size_t r) {
+  ExpandedLevels levels;
+  levels.q = job.rows + r * job.row_bytes;
+  levels.scales = levels.q + job.cols;
+  levels.mins = levels.scales + job.cols / 16 * 4;
+  return levels;
+}
+
 // Tokens in blocks whose packed activations stay in L2 (a 512-token prefill of 2048-wide rows packs
-// 3.4 MB: streamed from L3 once a row, it halved the kernel's speed), rows in tiles within a block;
-// `levels_at(r)` is row r's source.
-template <class Levels, bool kMins, class LevelsAt>
-void RunTiles(const ExpandedJob& job, size_t rows, size_t tokens, LevelsAt levels_at) {
+// 3.4 MB: streamed from L3 once a row, it halved the kernel's speed), rows in tiles within a block.
+template <bool kMins>
+void RunRows(const ExpandedJob& job, size_t rows, size_t tokens) {
   const size_t block = TokensPerBlock(job.x_stride, kTileTokens, 192 * 1024);
   for (size_t t0 = 0; t0 < tokens; t0 += block) {
     const size_t t1 = HWY_MIN(tokens, t0 + block);
     size_t r = 0;
     for (; r + kTileRows <= rows; r += kTileRows) {
-      Levels levels[kTileRows];
-      for (size_t i = 0; i < kTileRows; ++i) levels[i] = levels_at(r + i);
-      RowsTokens<Levels, kMins, kTileRows>(job, levels, r, t0, t1);
+      ExpandedLevels levels[kTileRows];
+      for (size_t i = 0; i < kTileRows; ++i) levels[i] = LevelsOf(job, r + i);
+      RowsTokens<kMins, kTileRows>(job, levels, r, t0, t1);
     }
     for (; r < rows; ++r) {
-      const Levels levels[1] = {levels_at(r)};
-      RowsTokens<Levels, kMins, 1>(job, levels, r, t0, t1);
+      const ExpandedLevels levels[1] = {LevelsOf(job, r)};
+      RowsTokens<kMins, 1>(job, levels, r, t0, t1);
     }
   }
-}
-
-// The expanded copy: levels, then the row's scales and minimums.
-template <bool kMins>
-void RunRows(const ExpandedJob& job, size_t rows, size_t tokens) {
-  RunTiles<ExpandedLevels, kMins>(job, rows, tokens, [&job](size_t r) {
-    ExpandedLevels levels;
-    levels.q = job.rows + r * job.row_bytes;
-    levels.scales = levels.q + job.cols;
-    levels.mins = levels.scales + job.cols / 16 * 4;
-    return levels;
-  });
 }
 
 ExpandedJob MakeJob(size_t cols, const Activations& a, float* y, size_t y_stride) {
@@ -270,7 +255,6 @@ const float* MinWeights(const ExpandedJob& job, size_t tokens) {
   }
   return min_weights.data();
 }
-
 
 }  // namespace
 
